@@ -1,0 +1,280 @@
+"""pytest hooks only: options, markers, the per-test wrapper, the summary.
+
+Nothing here imports torch. The per-test hooks live in :class:`Gate`, registered only when
+``--recompile-budget`` / ``recompile_budget`` is set or, after collection, when some test
+carries a ``max_recompiles`` marker; otherwise the plugin costs one pass over the items.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from . import _torch
+from .markers import (
+    ALLOW_RECOMPILES,
+    MARKER_LINES,
+    MAX_RECOMPILES,
+    MODES,
+    Budget,
+    BudgetError,
+    budget_from_marks,
+    parse_count_text,
+)
+from .report import PREFIX, call_site, failure_message, summarize_test, summary_lines
+from .tracker import RecompileBudgetExceeded, RecompileTracker
+
+SETTINGS_KEY = pytest.StashKey["Settings"]()
+BUDGET_KEY = pytest.StashKey["Budget | None"]()
+TRACKER_KEY = pytest.StashKey[RecompileTracker]()
+
+BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
+
+
+@dataclass(frozen=True)
+class Settings:
+    default: int | None  # the budget of every test; None: only marked tests are gated
+    default_source: str
+    mode: str
+    keep_caches: bool
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        default: int | None = config.getoption("recompile_budget")
+        source = f"--recompile-budget={default}"
+        if default is None:
+            ini = str(config.getini("recompile_budget") or "").strip()
+            if ini:
+                try:
+                    default = parse_count_text(ini, f"{PREFIX} ini option recompile_budget")
+                except BudgetError as exc:
+                    raise pytest.UsageError(str(exc)) from None
+                source = f"recompile_budget={default} (ini)"
+        mode = config.getoption("recompile_mode") or str(config.getini("recompile_mode")).strip()
+        if mode not in MODES:
+            raise pytest.UsageError(
+                f"{PREFIX} ini option recompile_mode: expected one of {', '.join(MODES)}, "
+                f"got {mode!r}"
+            )
+        keep = bool(config.getoption("recompile_keep_caches") or config.getini("recompile_keep_caches"))
+        return cls(default, source, mode, keep)
+
+    def header(self) -> str:
+        caches = "kept across tests" if self.keep_caches else "reset before each gated test"
+        return (
+            f"recompile gate: active, default budget {self.default} ({self.default_source}), "
+            f"mode {self.mode}, compile caches {caches}"
+        )
+
+
+def _budget_option(text: str) -> int:
+    try:
+        return parse_count_text(text, f"{PREFIX} --recompile-budget")
+    except BudgetError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; {BARE_FLAG_HINT}") from None
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("recompile", "torch.compile recompiles (pytest-recompile)")
+    group.addoption(
+        "--recompile-budget",
+        nargs="?",
+        const="0",
+        default=None,
+        type=_budget_option,
+        dest="recompile_budget",
+        metavar="N",
+        help="gate every test: at most N torch.compile recompiles (bare flag: 0). "
+        f"{BARE_FLAG_HINT}.",
+    )
+    parser.addini(
+        "recompile_budget",
+        "default recompile budget of every test, like --recompile-budget=N (empty: off)",
+        default="",
+    )
+    group.addoption(
+        "--recompile-mode",
+        choices=MODES,
+        default=None,
+        dest="recompile_mode",
+        help="fail-fast (default): fail at the call that goes over budget, before compiling; "
+        "at-end: run each test to the end, then judge it; report-only: never fail, only report.",
+    )
+    parser.addini("recompile_mode", "like --recompile-mode", default="fail-fast")
+    group.addoption(
+        "--recompile-keep-caches",
+        action="store_true",
+        default=None,
+        dest="recompile_keep_caches",
+        help="do not reset torch.compile caches before each gated test (faster; counts then "
+        "depend on test order and on what earlier tests compiled).",
+    )
+    parser.addini(
+        "recompile_keep_caches", "like --recompile-keep-caches", type="bool", default=False
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in MARKER_LINES:
+        config.addinivalue_line("markers", line)
+    settings = Settings.from_config(config)
+    config.stash[SETTINGS_KEY] = settings
+    worker = hasattr(config, "workerinput")
+    if settings.default is not None:
+        try:
+            _torch.check_version()
+        except _torch.TorchUnsupported as exc:
+            raise pytest.UsageError(str(exc)) from None
+        config.pluginmanager.register(Gate(settings), "recompile-gate")
+    else:
+        config.pluginmanager.register(MarkerScan(settings), "recompile-scan")
+    xdist_controller = not worker and getattr(config.option, "dist", "no") != "no"
+    if not worker and (settings.default is not None or xdist_controller):
+        config.pluginmanager.register(Summary(settings), "recompile-summary")
+
+
+def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
+    """Validate every marker and stash each test's budget; True if any test is gated."""
+    errors = []
+    gated = False
+    for item in items:
+        try:
+            budget = budget_from_marks(
+                item.iter_markers(MAX_RECOMPILES),
+                item.iter_markers(ALLOW_RECOMPILES),
+                settings.default,
+                settings.default_source,
+                item.nodeid,
+            )
+        except BudgetError as exc:
+            errors.append(f"{PREFIX} {exc}")
+            continue
+        item.stash[BUDGET_KEY] = budget
+        gated = gated or budget is not None
+    if errors:
+        raise pytest.UsageError("\n".join(errors))
+    return gated
+
+
+class MarkerScan:
+    """Without a default budget: gate only if, after collection, some test has a marker."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not assign_budgets(items, self.settings):
+            return
+        try:
+            _torch.check_version()
+        except _torch.TorchUnsupported as exc:
+            raise pytest.UsageError(str(exc)) from None
+        manager = config.pluginmanager
+        manager.register(Gate(self.settings), "recompile-gate")
+        if not hasattr(config, "workerinput") and not manager.has_plugin("recompile-summary"):
+            manager.register(Summary(self.settings), "recompile-summary")
+
+
+class Gate:
+    """Tracks compiles in every gated test and judges them."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        assign_budgets(items, self.settings)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        budget = item.stash.get(BUDGET_KEY, None)
+        if budget is not None:
+            tracker = RecompileTracker(
+                budget, mode=self.settings.mode, reset=not self.settings.keep_caches
+            )
+            try:
+                tracker.__enter__()
+            except _torch.TorchUnsupported as exc:
+                raise pytest.UsageError(str(exc)) from None
+            item.stash[TRACKER_KEY] = tracker
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        tracker = item.stash.get(TRACKER_KEY, None)
+        if tracker is None:
+            return (yield)
+        stopped: RecompileBudgetExceeded | None = None
+        try:
+            result = yield
+        except RecompileBudgetExceeded as exc:
+            stopped = exc
+        except BaseException:
+            # The test's own failure wins; what the gate saw goes into a report section.
+            tracker.stop()
+            found = tracker.violations()
+            if found:
+                item.add_report_section("call", "recompile", failure_message(tracker.records, found))
+            raise
+        tracker.stop()
+        if stopped is not None:
+            message = failure_message(
+                stopped.records,
+                stopped.violations,
+                stopped=stopped.stopped,
+                site=call_site(stopped.__traceback__),
+            )
+            pytest.fail(message, pytrace=False)
+        found = tracker.violations()
+        if found and self.settings.mode != "report-only":
+            pytest.fail(failure_message(tracker.records, found), pytrace=False)
+        return result
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        tracker = item.stash.get(TRACKER_KEY, None)
+        if tracker is not None and call.when == "call":
+            data = summarize_test(tracker.records, tracker.budget, tracker.violations())
+            report.recompile = data  # type: ignore[attr-defined]
+        return report
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        try:
+            return (yield)
+        finally:
+            tracker = item.stash.get(TRACKER_KEY, None)
+            if tracker is not None:
+                tracker.stop()
+                del item.stash[TRACKER_KEY]
+
+
+class Summary:
+    """Collects per-test results from reports (so it works under xdist) and prints them."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.results: list[tuple[str, dict[str, Any]]] = []
+
+    def pytest_report_header(self) -> list[str]:
+        return [self.settings.header()] if self.settings.default is not None else []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "recompile", None)
+        if report.when == "call" and data is not None:
+            self.results.append((report.nodeid, data))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.results:
+            return
+        terminalreporter.write_sep("=", "recompile gate")
+        for line in summary_lines(self.results):
+            terminalreporter.write_line(line)

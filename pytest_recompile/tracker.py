@@ -1,0 +1,289 @@
+"""Record compiles per function while a block runs, and judge them against a budget.
+
+Plain Python: usable in a script or notebook as well as from the pytest plugin::
+
+    from pytest_recompile import RecompileTracker
+
+    with RecompileTracker(max_recompiles=0) as tracker:
+        model(x)          # raises RecompileBudgetExceeded at the first recompile
+    print(tracker.total_recompiles)
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from types import CodeType, TracebackType
+from typing import Any, Literal
+
+from . import _torch
+from .guards import Reason, parse_reason
+from .markers import MODES, Budget, check_count
+
+
+class RecompileBudgetExceeded(AssertionError):
+    """A recompile went over budget, or a function fell back to eager at recompile_limit."""
+
+    def __init__(
+        self, records: list[FunctionRecord], violations: list[Violation], *, stopped: bool
+    ) -> None:
+        from .report import failure_message
+
+        self.records = records
+        self.violations = violations
+        self.stopped = stopped
+        super().__init__(failure_message(records, violations, stopped=stopped))
+
+
+@dataclass
+class Recompile:
+    compile_id: str
+    reasons: tuple[Reason, ...]  # one per rejecting cache entry, newest entry first
+    resume: bool = False  # a graph-break resume frame of the function recompiled
+    stopped: bool = False  # refused by the gate: the compile never ran
+    seconds: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compile_id": self.compile_id,
+            "reasons": [r.to_dict() for r in self.reasons],
+            "resume": self.resume,
+            "stopped": self.stopped,
+            "seconds": self.seconds,
+        }
+
+
+@dataclass
+class FunctionRecord:
+    """One compiled function of the user's (its resume frames included)."""
+
+    name: str
+    qualname: str
+    filename: str
+    lineno: int
+    compiles: int = 0
+    recompiles: list[Recompile] = field(default_factory=list)
+    cache_entries: int = 0
+    compile_seconds: float = 0.0
+    limit: str | None = None  # "recompile_limit (8)" once torch gave up and ran it eagerly
+    limit_hits: int = 0
+
+    @property
+    def recompile_count(self) -> int:
+        return len(self.recompiles)
+
+    @property
+    def recompile_seconds(self) -> float:
+        return sum(r.seconds or 0.0 for r in self.recompiles)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "qualname": self.qualname,
+            "file": self.filename,
+            "line": self.lineno,
+            "compiles": self.compiles,
+            "recompiles": [r.to_dict() for r in self.recompiles],
+            "cache_entries": self.cache_entries,
+            "compile_seconds": round(self.compile_seconds, 6),
+            "recompile_seconds": round(self.recompile_seconds, 6),
+            "recompile_limit": self.limit,
+        }
+
+
+@dataclass(frozen=True)
+class Violation:
+    kind: Literal["total", "function", "limit"]
+    used: int
+    allowed: int | None
+    source: str
+    function: FunctionRecord | None = None
+
+
+def judge(records: list[FunctionRecord], budget: Budget | None) -> list[Violation]:
+    """Every way ``records`` break ``budget``; a recompile_limit hit always does."""
+    found = [
+        Violation("limit", r.recompile_count, None, r.limit, r) for r in records if r.limit
+    ]
+    if budget is None:
+        return found
+    counted = 0
+    for record in records:
+        own = budget.for_function(record.name, record.qualname)
+        if own is not None and record.recompile_count > own[0]:
+            found.append(Violation("function", record.recompile_count, own[0], own[1], record))
+        if own is None or budget.total_counts_named:
+            counted += record.recompile_count
+    if budget.total is not None and counted > budget.total:
+        found.append(Violation("total", counted, budget.total, budget.total_source))
+    return found
+
+
+class RecompileTracker:
+    """Counts compiles and recompiles per function while the ``with`` block runs.
+
+    ``budget`` (or the shorthand ``max_recompiles=n``) is enforced according to ``mode``:
+    ``fail-fast`` raises :class:`RecompileBudgetExceeded` at the call whose recompile goes
+    over budget, before that compile runs; ``at-end`` raises when the block exits;
+    ``report-only`` only records. ``reset=True`` clears torch's compile caches on entry so
+    the counts do not depend on what ran before.
+    """
+
+    def __init__(
+        self,
+        budget: Budget | None = None,
+        *,
+        max_recompiles: int | None = None,
+        mode: str = "fail-fast",
+        reset: bool = True,
+    ) -> None:
+        if budget is not None and max_recompiles is not None:
+            raise TypeError("pass either budget= or max_recompiles=, not both")
+        if max_recompiles is not None:
+            count = check_count(max_recompiles, "RecompileTracker(max_recompiles=...)")
+            budget = Budget(count, f"max_recompiles={count}", total_counts_named=True)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        self.budget = budget
+        self.mode = mode
+        self.reset = reset
+        self.torch_version: str | None = None
+        self._records: dict[CodeType, FunctionRecord] = {}
+        self._compiled: set[CodeType] = set()  # code objects compiled inside this block
+        self._record_of_code: dict[CodeType, FunctionRecord] = {}
+        self._owner: dict[str, FunctionRecord] = {}  # compile id -> function
+        self._lock = threading.Lock()
+        self._remove_hook: Any = None
+        self._seconds_cm: Any = None
+        self._seconds: dict[str, float] | None = None
+        self.active = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def __enter__(self) -> RecompileTracker:
+        self.torch_version = _torch.check_torch()
+        if self.reset:
+            _torch.reset_caches()
+        self._seconds_cm = _torch.compile_seconds()
+        self._seconds = self._seconds_cm.__enter__()
+        try:
+            self._remove_hook = _torch.install_compile_hook(self._on_compile)
+        except BaseException:
+            self._seconds_cm.__exit__(None, None, None)
+            raise
+        self.active = True
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+        if exc_type is None and self.mode == "at-end":
+            self.check()
+
+    def stop(self) -> None:
+        """Stop recording and restore what was changed; safe to call twice."""
+        if not self.active:
+            return
+        self.active = False
+        try:
+            self._remove_hook()
+        finally:
+            self._seconds_cm.__exit__(None, None, None)
+            self._refresh()
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _on_compile(self, event: _torch.CompileEvent) -> None:
+        with self._lock:
+            record = self._record_for(event)
+            self._owner[event.compile_id] = record
+            recompile = None
+            if event.limit is not None:
+                record.limit = event.limit
+                record.limit_hits += 1
+            elif event.code in self._compiled and event.is_recompile:
+                recompile = Recompile(
+                    compile_id=event.compile_id,
+                    reasons=tuple(parse_reason(r) for r in event.reasons),
+                    resume=event.code is not event.function,
+                )
+                record.recompiles.append(recompile)
+            else:
+                record.compiles += 1
+            self._compiled.add(event.code)
+            violations = []
+            if self.mode == "fail-fast" and (recompile is not None or event.limit is not None):
+                violations = [
+                    v
+                    for v in judge(self.records, self.budget)
+                    if v.function is None or v.function is record
+                ]
+            if not violations:
+                record.compiles += recompile is not None
+                return
+            if recompile is not None:
+                recompile.stopped = True
+            self._refresh()
+        raise RecompileBudgetExceeded(self.records, violations, stopped=True)
+
+    def _record_for(self, event: _torch.CompileEvent) -> FunctionRecord:
+        record = self._record_of_code.get(event.code)
+        if record is None:
+            fn = event.function
+            record = self._records.get(fn)
+            if record is None:
+                qualname = event.label or getattr(fn, "co_qualname", fn.co_name)
+                record = FunctionRecord(
+                    name=qualname.rsplit(".", 1)[-1],
+                    qualname=qualname,
+                    filename=fn.co_filename,
+                    lineno=fn.co_firstlineno,
+                )
+                self._records[fn] = record
+            self._record_of_code[event.code] = record
+        return record
+
+    def _refresh(self) -> None:
+        """Fill in cache-entry counts and, once stopped, compile seconds."""
+        entries: dict[int, int] = {}
+        for code, record in self._record_of_code.items():
+            entries[id(record)] = entries.get(id(record), 0) + _torch.cache_entries(code)
+        for record in self._records.values():
+            record.cache_entries = entries.get(id(record), 0)
+        if not self._seconds:
+            return
+        for record in self._records.values():
+            record.compile_seconds = 0.0
+            for recompile in record.recompiles:
+                if not recompile.stopped:
+                    recompile.seconds = self._seconds.get(recompile.compile_id)
+        for compile_id, seconds in self._seconds.items():
+            owner = self._owner.get(compile_id)
+            if owner is not None:
+                owner.compile_seconds += seconds
+
+    # -- results ------------------------------------------------------------------------------
+
+    @property
+    def records(self) -> list[FunctionRecord]:
+        """Per-function records, in the order the functions were first compiled."""
+        return list(self._records.values())
+
+    @property
+    def total_recompiles(self) -> int:
+        return sum(r.recompile_count for r in self._records.values())
+
+    def violations(self) -> list[Violation]:
+        if self.active:
+            self._refresh()
+        return judge(self.records, self.budget)
+
+    def check(self) -> None:
+        """Raise RecompileBudgetExceeded if the block broke its budget."""
+        found = self.violations()
+        if found:
+            raise RecompileBudgetExceeded(self.records, found, stopped=False)

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from _pytest import pytester as pytester_module
+
+HEADER = """
+import pytest
+import torch
+import torch._dynamo
+"""
+
+
+def _keep_libraries(inner_root: Path) -> type:
+    """A SysModulesSnapshot that drops only the inner run's own modules.
+
+    pytester's in-process runs remove every module imported during the run. torch imports
+    much of itself lazily on the first compile; dropping and re-importing those modules
+    leaves two copies of C-extension state, which crashes the interpreter. The inner
+    run's test modules are still dropped, as pytester intends.
+    """
+    base = pytester_module.SysModulesSnapshot
+    root = str(inner_root)
+
+    class KeepLibraries(base):  # type: ignore[misc, valid-type]
+        def __init__(self, preserve: object = None) -> None:
+            def keep(name: str) -> bool:
+                path = getattr(sys.modules.get(name), "__file__", None) or ""
+                return not path.startswith(root)
+
+            super().__init__(preserve=keep)
+
+    return KeepLibraries
+
+
+@pytest.fixture
+def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    """Write a test module (torch and pytest imported) and run pytest on it in-process."""
+    keep = _keep_libraries(pytester.path)
+    monkeypatch.setattr(pytester_module, "SysModulesSnapshot", keep)
+    # pytester restores its own snapshot, taken before this fixture, at teardown.
+    monkeypatch.setattr(pytester, "_sys_modules_snapshot", keep())
+
+    def run_(source: str, *args: str, name: str = "test_it") -> pytest.RunResult:
+        pytester.makepyfile(**{name: HEADER + textwrap.dedent(source)})
+        return pytester.runpytest(*args, "-p", "no:randomly", "-p", "no:logging")
+
+    return run_

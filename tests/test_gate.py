@@ -1,0 +1,545 @@
+"""The gate end to end: real torch.compile, real pytest (pytester)."""
+
+from __future__ import annotations
+
+from glob import escape as esc
+
+import pytest
+
+from pytest_recompile.report import EAGER_FALLBACK, PREFIX, STOPPED
+
+STEP = """
+step = 0
+
+@torch.compile(backend="eager")
+def f(x):
+    return x + step
+"""
+
+
+def test_global_int_fails_fast_with_the_guard(run) -> None:
+    result = run(
+        STEP
+        + """
+def test_step():
+    global step
+    for i in range(5):
+        step = i
+        f(torch.ones(3))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)",
+            "  f  test_it.py:*",
+            "    cache entries: 1, compiles: 1, recompiles: 1",
+            esc(f"    recompile 1 [0/1]: G['step'] == 0   <- {STOPPED}"),
+            "  fail-fast: stopped at test_it.py:* in test_step, before that recompile ran",
+        ]
+    )
+
+
+def test_int_argument_changing(run) -> None:
+    result = run(
+        """
+@torch.compile(backend="eager")
+def scale(x, n):
+    return x * n
+
+def test_n():
+    for n in (2, 3):
+        scale(torch.ones(2), n)
+""",
+        "--recompile-budget=0",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([esc("    recompile 1 [0/1]: n == 2   <- ") + "*"])
+
+
+SHAPES = """
+@torch.compile(backend="eager")
+def double(x):
+    return x * 2
+
+def test_shapes():
+    for n in (4, 8, 16, 32):
+        double(torch.ones(n))
+"""
+
+
+def test_shape_change_budget_one_passes_thanks_to_automatic_dynamic(run) -> None:
+    run(SHAPES, "--recompile-budget=1").assert_outcomes(passed=1)
+
+
+def test_shape_change_budget_zero_fails_with_size_mismatch(run) -> None:
+    result = run(SHAPES, "--recompile-budget=0")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*tensor 'x' size mismatch at index 0. expected 4, actual 8*"])
+
+
+def test_mark_dynamic_over_many_sizes_passes_at_zero(run) -> None:
+    result = run(
+        """
+@torch.compile(backend="eager")
+def double(x):
+    return x * 2
+
+def test_sizes():
+    for n in range(3, 20):
+        x = torch.ones(n)
+        torch._dynamo.mark_dynamic(x, 0)
+        double(x)
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_dtype_change(run) -> None:
+    result = run(
+        """
+@torch.compile(backend="eager")
+def double(x):
+    return x * 2
+
+def test_dtype():
+    double(torch.ones(2))
+    double(torch.ones(2, dtype=torch.float64))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*tensor 'x' dtype mismatch. expected Float, actual Double*"])
+
+
+GRAD = """
+@torch.compile(backend="eager")
+def sine(x):
+    return x.sin()
+
+def test_grad_mode():
+    for i in range(6):
+        with torch.set_grad_enabled(i % 2 == 0):
+            sine(torch.ones(2))
+"""
+
+
+def test_grad_mode_alternating_costs_one_recompile(run) -> None:
+    run(GRAD, "--recompile-budget=1").assert_outcomes(passed=1)
+    result = run(GRAD, "--recompile-budget=0")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*GLOBAL_STATE changed: grad_mode*"])
+
+
+def test_rank_change_over_four_ranks_fails_budget_two(run) -> None:
+    result = run(
+        """
+@torch.compile(backend="eager")
+def total(x):
+    return x.sum()
+
+@pytest.mark.max_recompiles(2)
+def test_ranks():
+    for rank in range(1, 5):
+        total(torch.ones([2] * rank))
+"""
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"{PREFIX} 3 recompiles, budget 2 (@max_recompiles(2))",
+            "*recompile 1 *: tensor 'x' rank mismatch. expected 1, actual 2",
+            "*recompile 2 *: tensor 'x' rank mismatch. expected 2, actual 3",
+            f"*recompile 3 *: tensor 'x' rank mismatch. expected 3, actual 4   <- {STOPPED}",
+        ]
+    )
+
+
+def test_batch_of_one_after_a_dynamic_dim(run) -> None:
+    result = run(
+        """
+@torch.compile(backend="eager")
+def double(x):
+    return x * 2
+
+@pytest.mark.max_recompiles(1)
+def test_batches():
+    for batch in (4, 8, 1):
+        double(torch.ones(batch, 3))
+"""
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*recompile 2 *: " + esc("2 <= x.size()[0]") + "*mark_unbacked*"])
+
+
+def test_module_attribute_change(run) -> None:
+    result = run(
+        """
+class Scale(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.scale = 1.0
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+def test_scale():
+    model = Scale()
+    compiled = torch.compile(model, backend="eager")
+    compiled(torch.ones(2, 3))
+    model.scale = 2.0
+    compiled(torch.ones(2, 3))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["  Scale.forward  test_it.py:*", "*self.scale == 1.0*"])
+
+
+def test_compiled_torch_module_and_module_compile(run) -> None:
+    result = run(
+        """
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+def test_torch_module():
+    lin = torch.compile(torch.nn.Linear(3, 3), backend="eager")
+    lin(torch.ones(2, 3))
+    lin(torch.ones(1, 2, 3))
+
+def test_module_compile():
+    head = Head()
+    head.compile(backend="eager")
+    head(torch.ones(2, 3))
+    head(torch.ones(1, 2, 3))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "  Linear.forward  *linear.py:*",
+            "*: tensor 'args[[]0[]]' rank mismatch. expected 2, actual 3*",
+            "  Head.forward  test_it.py:*",
+            "*: tensor 'x' rank mismatch. expected 2, actual 3*",
+        ]
+    )
+
+
+def test_closure_and_method(run) -> None:
+    result = run(
+        """
+def make(k):
+    @torch.compile(backend="eager")
+    def add(x):
+        return x + k
+    return add
+
+class Model:
+    @torch.compile(backend="eager")
+    def run(self, x, flag):
+        return x + 1 if flag else x - 1
+
+def test_closures():
+    for k in (1, 2):
+        make(k)(torch.ones(2))
+
+def test_method():
+    m = Model()
+    m.run(torch.ones(2), True)
+    m.run(torch.ones(2), False)
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["  make.<locals>.add  *", "*: k == 1   <- *", "  Model.run  *", "*flag*"]
+    )
+
+
+def test_recompile_limit_fails_whatever_the_budget(run) -> None:
+    source = (
+        STEP
+        + """
+@pytest.mark.max_recompiles(100)
+def test_many_steps():
+    global step
+    for i in range(12):
+        step = i
+        f(torch.ones(2))
+    print("ran to the end")
+"""
+    )
+    result = run(source)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"{PREFIX} 'f' hit recompile_limit (8) and {EAGER_FALLBACK}*",
+            "    cache entries: 8, compiles: 8, recompiles: 7*",
+            f"    hit recompile_limit (8) 1 time: {EAGER_FALLBACK}",
+        ]
+    )
+    at_end = run(source, "--recompile-mode=at-end", "-s")
+    at_end.assert_outcomes(failed=1)
+    at_end.stdout.fnmatch_lines(["*ran to the end*", "    hit recompile_limit (8) 1 time: *"])
+
+
+def test_no_compile_passes_and_first_compiles_never_fail(run) -> None:
+    result = run(
+        """
+def test_plain():
+    assert torch.ones(2).sum() == 2
+
+def test_many_functions():
+    @torch.compile(backend="eager")
+    def first(x):
+        return x.sin()
+
+    @torch.compile(backend="eager")
+    def second(x):
+        return x.cos()
+
+    for _ in range(3):
+        first(torch.ones(2))
+        second(torch.ones(2, 2))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=2)
+
+
+def test_own_failure_is_not_masked(run) -> None:
+    result = run(
+        STEP
+        + """
+def test_fails_alone():
+    f(torch.ones(2))
+    assert 1 + 1 == 3, "the test's own assertion"
+
+def test_fails_alone_in_at_end_mode_too():
+    global step
+    step = 1
+    f(torch.ones(2))
+    step = 2
+    f(torch.ones(2))
+    raise ValueError("own error")
+""",
+        "--recompile-budget",
+        "--recompile-mode=at-end",
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*AssertionError: the test's own assertion*",
+            "*ValueError: own error*",
+            "*- Captured recompile call -*",
+            f"{PREFIX} 1 recompile, budget 0*",
+        ]
+    )
+
+
+def test_swallowed_gate_error_still_fails(run) -> None:
+    result = run(
+        STEP
+        + """
+def test_swallows():
+    global step
+    for i in range(3):
+        step = i
+        try:
+            f(torch.ones(2))
+        except Exception:
+            pass
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"{PREFIX} * budget 0 (--recompile-budget=0)"])
+
+
+SHARED = """
+@torch.compile(backend="eager")
+def shared(x):
+    return x * 3
+
+def test_a():
+    shared(torch.ones(4))
+
+def test_b():
+    shared(torch.ones(8, 2))
+"""
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse"])
+def test_tests_sharing_a_function_pass_in_either_order(run, pytester, order) -> None:
+    if order == "reverse":
+        pytester.makeconftest(
+            "def pytest_collection_modifyitems(items):\n    items.reverse()\n"
+        )
+    run(SHARED, "--recompile-budget").assert_outcomes(passed=2)
+
+
+def test_keep_caches_counts_only_this_tests_compiles(run) -> None:
+    run(SHARED, "--recompile-budget", "--recompile-keep-caches").assert_outcomes(passed=2)
+    run(SHARED, "-o", "recompile_keep_caches=true", "--recompile-budget").assert_outcomes(
+        passed=2
+    )
+
+
+def test_per_function_budgets_and_opt_out(run) -> None:
+    result = run(
+        STEP
+        + """
+@torch.compile(backend="eager")
+def g(x):
+    return x * 2
+
+@pytest.mark.max_recompiles(2, function="f")
+def test_f_may_recompile_twice():
+    global step
+    for i in range(3):
+        step = i
+        f(torch.ones(2))
+
+@pytest.mark.max_recompiles(2, function="f")
+def test_but_g_has_the_default():
+    g(torch.ones(2)); g(torch.ones(3, 3))
+
+@pytest.mark.max_recompiles(1, function="f")
+def test_f_over_its_own_budget():
+    global step
+    for i in range(3):
+        step = i
+        f(torch.ones(2))
+
+@pytest.mark.allow_recompiles
+def test_opted_out():
+    g(torch.ones(2)); g(torch.ones(3, 3)); g(torch.ones(4, 4, 4))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_but_g_has_the_default*",
+            esc(f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)"),
+            "*test_f_over_its_own_budget*",
+            f"{PREFIX} 'f' recompiled 2 times, budget 1 (@max_recompiles(1, function='f'))",
+        ]
+    )
+
+
+def test_marker_is_enforced_without_the_flag(run) -> None:
+    result = run(
+        SHAPES.replace("def test_shapes", "@pytest.mark.max_recompiles(0)\ndef test_shapes")
+        + "\ndef test_unmarked():\n    double(torch.ones(5)); double(torch.ones(6, 6))\n"
+    )
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*recompile gate*", "*test_shapes: 1 recompile, budget 0*"])
+
+
+def test_graph_break_resume_frames_count_for_their_parent(run) -> None:
+    result = run(
+        """
+@torch.compile(backend="eager")
+def broken(x):
+    y = x * 2
+    torch._dynamo.graph_break()
+    return y + 1
+
+@pytest.mark.max_recompiles(1)
+def test_break():
+    broken(torch.ones(2)); broken(torch.ones(2, 2))
+"""
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"{PREFIX} 2 recompiles, budget 1*",
+            "  broken  test_it.py:*",
+            "    cache entries: 3, compiles: 3, recompiles: 2*",
+            "*recompile 1 *: tensor 'x' rank mismatch*",
+            "*recompile 2 * (graph-break resume frame): tensor 'y' rank mismatch*",
+        ]
+    )
+
+
+def test_at_end_mode_runs_to_completion_with_full_counts(run) -> None:
+    result = run(
+        STEP
+        + """
+def test_steps():
+    global step
+    for i in range(4):
+        step = i
+        f(torch.ones(2))
+    print("finished all steps")
+""",
+        "--recompile-budget=1",
+        "--recompile-mode=at-end",
+        "-s",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*finished all steps*", f"{PREFIX} 3 recompiles, budget 1*", "    recompile 3 *"]
+    )
+    assert STOPPED not in result.stdout.str()
+
+
+def test_report_only_never_fails_but_summarises(run) -> None:
+    result = run(SHAPES, "--recompile-budget", "--recompile-mode=report-only")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "recompile gate: active, default budget 0 (--recompile-budget=0), mode report-only*",
+            "*= recompile gate =*",
+            "test_it.py::test_shapes: 1 recompile, budget 0*",
+            "1 gated test, 1 recompile; 1 over budget, 0 hit recompile_limit",
+        ]
+    )
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_real_backends(run, backend) -> None:
+    result = run(
+        SHAPES.replace('backend="eager"', f'backend="{backend}"').replace(
+            "(4, 8, 16, 32)", "(4, 8)"
+        ),
+        "--recompile-budget",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["    cache entries: 1, compiles: 1, recompiles: 1", "*size mismatch at index 0*"]
+    )
+
+
+def test_inductor_first_compile_and_dynamic_pass(run) -> None:
+    result = run(
+        """
+@torch.compile
+def mlp(x, w):
+    return torch.relu(x @ w).sum(dim=-1)
+
+def test_inductor():
+    w = torch.randn(4, 4)
+    for batch in (3, 5, 7):
+        mlp(torch.randn(batch, 4), w)
+""",
+        "--recompile-budget=1",
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_ini_budget(run, pytester) -> None:
+    pytester.makeini("[pytest]\nrecompile_budget = 0\n")
+    result = run(SHAPES)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*budget 0 (recompile_budget=0 (ini))*"])

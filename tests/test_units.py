@@ -1,0 +1,180 @@
+"""Pure modules: markers, reasons, judging, rendering."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_recompile.guards import parse_reason
+from pytest_recompile.markers import (
+    MAX_RECOMPILES_FORM,
+    Budget,
+    BudgetError,
+    budget_from_marks,
+    check_count,
+    parse_count_text,
+)
+from pytest_recompile.report import EAGER_FALLBACK, STOPPED, failure_message, summary_lines
+from pytest_recompile.tracker import FunctionRecord, Recompile, judge
+
+
+@dataclass
+class Mark:
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def budget(*marks: Mark, allow: bool = False, default: int | None = None) -> Budget | None:
+    return budget_from_marks(marks, [Mark()] if allow else [], default, "--recompile-budget", "t")
+
+
+@pytest.mark.parametrize("value", [0, 1, 7])
+def test_check_count_accepts_non_negative_ints(value: int) -> None:
+    assert check_count(value, "here") == value
+
+
+@pytest.mark.parametrize("value", [-1, 1.0, "2", True, False, None])
+def test_check_count_refuses_everything_else(value: object) -> None:
+    with pytest.raises(BudgetError, match="non-negative integer"):
+        check_count(value, "here")
+
+
+@pytest.mark.parametrize("text", ["-1", "1.5", "abc", "", " ", "0x1", "tests/"])
+def test_option_text_must_be_digits(text: str) -> None:
+    with pytest.raises(BudgetError, match="expected a non-negative integer"):
+        parse_count_text(text, "--recompile-budget")
+
+
+def test_no_marker_no_default_is_ungated() -> None:
+    assert budget() is None
+
+
+def test_default_applies_and_allow_opts_out() -> None:
+    assert budget(default=0) == Budget(0, "--recompile-budget")
+    assert budget(default=0, allow=True) is None
+
+
+def test_closest_total_marker_wins_and_counts_every_function() -> None:
+    found = budget(Mark((2,)), Mark((5,)), default=0)
+    assert found is not None
+    assert (found.total, found.total_counts_named) == (2, True)
+
+
+def test_function_markers_stack_closest_first() -> None:
+    found = budget(
+        Mark((1,), {"function": "f"}), Mark((3,), {"function": "f"}), Mark((2,), {"function": "g"})
+    )
+    assert found is not None
+    assert found.total is None
+    assert found.for_function("f", "f")[0] == 1  # type: ignore[index]
+    assert found.for_function("g", "C.g")[0] == 2  # type: ignore[index]
+    assert found.for_function("h", "h") is None
+
+
+@pytest.mark.parametrize(
+    "mark, message",
+    [
+        (Mark((-1,)), "non-negative integer"),
+        (Mark((1.5,)), "non-negative integer"),
+        (Mark(("2",)), "non-negative integer"),
+        (Mark((True,)), "non-negative integer"),
+        (Mark((None,)), "non-negative integer"),
+        (Mark(()), "exactly one budget"),
+        (Mark((1, 2)), "exactly one budget"),
+        (Mark((1,), {"fn": "f"}), "unknown keyword 'fn'"),
+        (Mark((1,), {"function": ""}), "function= must be"),
+        (Mark((1,), {"function": 3}), "function= must be"),
+    ],
+)
+def test_bad_max_recompiles_names_test_and_form(mark: Mark, message: str) -> None:
+    with pytest.raises(BudgetError, match=message) as info:
+        budget(mark)
+    assert "on t" in str(info.value)
+    assert MAX_RECOMPILES_FORM in str(info.value)
+
+
+def test_n_keyword_is_accepted() -> None:
+    assert budget(Mark((), {"n": 3})) == Budget(3, "@max_recompiles(3)", total_counts_named=True)
+
+
+def test_allow_recompiles_takes_no_arguments() -> None:
+    with pytest.raises(BudgetError, match="takes no arguments"):
+        budget_from_marks([], [Mark((1,))], 0, "src", "t")
+
+
+RAW = (
+    "0/2: G['step'] == 2                                  # return x + step  "
+    "# t.py:5 in f\nUser stack trace:\n  File \"t.py\", line 5, in f\n    return x + step"
+)
+
+
+@pytest.mark.parametrize(
+    "raw, text, entry",
+    [
+        (RAW, "G['step'] == 2", "0/2"),
+        ("0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8", None, "0/0"),
+        ("tensor 'L['x']' dtype mismatch. expected Float, actual Double", None, None),
+        ("1/3: GLOBAL_STATE changed: grad_mode", "GLOBAL_STATE changed: grad_mode", "1/3"),
+        ("", "(torch gave no reason)", None),
+    ],
+)
+def test_parse_reason(raw: str, text: str | None, entry: str | None) -> None:
+    reason = parse_reason(raw)
+    expected = text if text is not None else raw.split(": ", 1)[-1] if entry else raw
+    assert (reason.text, reason.entry, reason.raw) == (expected, entry, raw)
+
+
+def record(name: str, recompiles: int, limit: str | None = None) -> FunctionRecord:
+    rec = FunctionRecord(name, name, "/nowhere/m.py", 3, compiles=recompiles + 1, limit=limit)
+    rec.recompiles = [
+        Recompile(f"0/{i + 1}", (parse_reason(f"0/{i}: G['step'] == {i}"),))
+        for i in range(recompiles)
+    ]
+    return rec
+
+
+def test_judge_total_excludes_functions_with_their_own_budget() -> None:
+    f, g = record("f", 2), record("g", 1)
+    own = Budget(0, "--recompile-budget=0", {"f": (2, "@max_recompiles(2, function='f')")})
+    found = judge([f, g], own)
+    assert [(v.kind, v.used, v.allowed) for v in found] == [("total", 1, 0)]
+    explicit = Budget(2, "@max_recompiles(2)", {"f": (2, "m")}, total_counts_named=True)
+    assert [(v.kind, v.used) for v in judge([f, g], explicit)] == [("total", 3)]
+
+
+def test_judge_function_budget_and_limit_always_fail() -> None:
+    f = record("f", 3)
+    assert [v.kind for v in judge([f], Budget(None, "", {"f": (1, "m")}))] == ["function"]
+    hit = record("h", 7, limit="recompile_limit (8)")
+    assert [v.kind for v in judge([hit], Budget(100, "big"))] == ["limit"]
+    assert [v.kind for v in judge([hit], None)] == ["limit"]
+
+
+def test_failure_message_lists_every_recompile_reason() -> None:
+    f = record("f", 2)
+    f.recompiles[-1].stopped = True
+    text = failure_message([f], judge([f], Budget(1, "--recompile-budget=1")), stopped=True)
+    assert text.startswith("pytest-recompile: 2 recompiles, budget 1 (--recompile-budget=1)")
+    assert "G['step'] == 0" in text and "G['step'] == 1" in text
+    assert STOPPED in text
+    assert "/nowhere/m.py:3" in text
+
+
+def test_limit_message_and_summary() -> None:
+    hit = record("h", 7, limit="recompile_limit (8)")
+    text = failure_message([hit], judge([hit], None))
+    assert "recompile_limit (8)" in text and EAGER_FALLBACK in text
+    lines = summary_lines(
+        [
+            ("t.py::a", {"violations": ["x"], "recompiles": 7, "recompile_seconds": 1.5,
+                         "limit_hit": ["h"]}),
+            ("t.py::b", {"violations": [], "recompiles": 0, "recompile_seconds": 0.0,
+                         "limit_hit": []}),
+        ]
+    )
+    assert lines == [
+        "t.py::a: x; recompiles cost 1.50 s",
+        "2 gated tests, 7 recompiles; 1 over budget, 1 hit recompile_limit",
+    ]
