@@ -112,8 +112,13 @@ def check_torch() -> str:
         for name in ("register_hook_for_recompile_user_context",)
         if not hasattr(torch._dynamo, name)
     ]
-    if not hasattr(convert_frame, "exceeds_recompile_limit"):
-        missing.append("convert_frame.exceeds_recompile_limit")
+    import torch._dynamo.cache_size as cache_size
+
+    missing += [
+        f"cache_size.{name}"
+        for name in ("exceeds_recompile_limit", "is_recompilation")
+        if not hasattr(cache_size, name)
+    ]
     names = convert_frame._compile.__code__.co_varnames
     missing += [f"_compile local {n!r}" for n in _COMPILE_LOCALS if n not in names]
     if missing:
@@ -177,8 +182,7 @@ def _wrapped_target(code: CodeType, frame: Any) -> tuple[CodeType, str] | None:
 
 def _event_from(compile_frame: FrameType) -> CompileEvent:
     from torch._dynamo import config
-    from torch._dynamo.cache_size import is_recompilation
-    from torch._dynamo.convert_frame import exceeds_recompile_limit
+    from torch._dynamo.cache_size import exceeds_recompile_limit, is_recompilation
 
     loc = compile_frame.f_locals
     code: CodeType = loc["code"]
@@ -267,3 +271,17 @@ def compile_seconds() -> Iterator[dict[str, float]]:
                 key = str(metric.compile_id)
                 result[key] = result.get(key, 0.0) + float(seconds)
         dynamo_utils.set_compilation_metrics_limit(old_capacity)
+
+
+def installed_hooks() -> int:
+    """How many pre-compile hooks torch holds (restoration checks)."""
+    import torch._dynamo.utils as dynamo_utils
+
+    return len(dynamo_utils._recompile_user_contexts or ())
+
+
+def metrics_capacity() -> int | None:
+    """How many compile metrics torch keeps (restoration checks)."""
+    import torch._dynamo.utils as dynamo_utils
+
+    return dynamo_utils._compilation_metrics.maxlen

@@ -75,30 +75,32 @@ def parse_count_text(text: str, where: str) -> int:
     """An option or ini value: decimal digits only ("0", "3")."""
     stripped = text.strip()
     if not stripped.isdigit():
-        raise BudgetError(
-            f"{where}: expected a non-negative integer such as 0 or 3, got {text!r}"
-        )
+        raise BudgetError(f"{where}: expected a non-negative integer such as 0 or 3, got {text!r}")
     return int(stripped)
 
 
 def _parse_max_recompiles(mark: MarkLike, where: str) -> tuple[int, str | None]:
-    form = f"{where}: accepted form is @pytest.mark.{MAX_RECOMPILES_FORM}"
+    form = f"accepted form is @pytest.mark.{MAX_RECOMPILES_FORM}"
     kwargs = dict(mark.kwargs)
     unknown = sorted(set(kwargs) - {"n", "function"})
     if unknown:
-        raise BudgetError(f"unknown keyword {', '.join(map(repr, unknown))}; {form}")
+        raise BudgetError(f"{where}: unknown keyword {', '.join(map(repr, unknown))}; {form}")
     args = list(mark.args)
     if "n" in kwargs:
         args.insert(0, kwargs.pop("n"))
     if len(args) != 1:
-        raise BudgetError(f"expected exactly one budget, got {len(args)} arguments; {form}")
+        raise BudgetError(
+            f"{where}: expected exactly one budget, got {len(args)} arguments; {form}"
+        )
     function = kwargs.get("function")
     if function is not None and (not isinstance(function, str) or not function.strip()):
-        raise BudgetError(f"function= must be a function name or qualname, got {function!r}; {form}")
+        raise BudgetError(
+            f"{where}: function= must be a function name or qualname, got {function!r}; {form}"
+        )
     try:
         count = check_count(args[0], where)
     except BudgetError as exc:
-        raise BudgetError(f"{exc}; accepted form is @pytest.mark.{MAX_RECOMPILES_FORM}") from None
+        raise BudgetError(f"{exc}; {form}") from None
     return count, function
 
 

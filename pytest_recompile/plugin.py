@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -29,7 +29,7 @@ from .report import PREFIX, call_site, failure_message, summarize_test, summary_
 from .tracker import RecompileBudgetExceeded, RecompileTracker
 
 SETTINGS_KEY = pytest.StashKey["Settings"]()
-BUDGET_KEY = pytest.StashKey["Budget | None"]()
+BUDGET_KEY = pytest.StashKey[Optional[Budget]]()  # noqa: UP045 (evaluated at runtime)
 TRACKER_KEY = pytest.StashKey[RecompileTracker]()
 
 BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
@@ -60,7 +60,9 @@ class Settings:
                 f"{PREFIX} ini option recompile_mode: expected one of {', '.join(MODES)}, "
                 f"got {mode!r}"
             )
-        keep = bool(config.getoption("recompile_keep_caches") or config.getini("recompile_keep_caches"))
+        keep = bool(
+            config.getoption("recompile_keep_caches") or config.getini("recompile_keep_caches")
+        )
         return cls(default, source, mode, keep)
 
     def header(self) -> str:
@@ -167,7 +169,9 @@ class MarkerScan:
         self.settings = settings
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
         if not assign_budgets(items, self.settings):
             return
         try:
@@ -219,7 +223,9 @@ class Gate:
             tracker.stop()
             found = tracker.violations()
             if found:
-                item.add_report_section("call", "recompile", failure_message(tracker.records, found))
+                item.add_report_section(
+                    "call", "recompile", failure_message(tracker.records, found)
+                )
             raise
         tracker.stop()
         if stopped is not None:

@@ -35,10 +35,7 @@ def plural(count: int, word: str) -> str:
 def violation_line(v: Violation) -> str:
     if v.kind == "limit":
         assert v.function is not None
-        return (
-            f"{PREFIX} '{v.function.qualname}' hit {v.source} and {EAGER_FALLBACK}: "
-            f"{LIMIT_FIX}"
-        )
+        return f"{PREFIX} '{v.function.qualname}' hit {v.source} and {EAGER_FALLBACK}: {LIMIT_FIX}"
     if v.kind == "function":
         assert v.function is not None
         return (

@@ -102,9 +102,7 @@ class Violation:
 
 def judge(records: list[FunctionRecord], budget: Budget | None) -> list[Violation]:
     """Every way ``records`` break ``budget``; a recompile_limit hit always does."""
-    found = [
-        Violation("limit", r.recompile_count, None, r.limit, r) for r in records if r.limit
-    ]
+    found = [Violation("limit", r.recompile_count, None, r.limit, r) for r in records if r.limit]
     if budget is None:
         return found
     counted = 0
@@ -236,7 +234,7 @@ class RecompileTracker:
             fn = event.function
             record = self._records.get(fn)
             if record is None:
-                qualname = event.label or getattr(fn, "co_qualname", fn.co_name)
+                qualname = event.label or str(getattr(fn, "co_qualname", fn.co_name))
                 record = FunctionRecord(
                     name=qualname.rsplit(".", 1)[-1],
                     qualname=qualname,

@@ -381,17 +381,13 @@ def test_b():
 @pytest.mark.parametrize("order", ["forward", "reverse"])
 def test_tests_sharing_a_function_pass_in_either_order(run, pytester, order) -> None:
     if order == "reverse":
-        pytester.makeconftest(
-            "def pytest_collection_modifyitems(items):\n    items.reverse()\n"
-        )
+        pytester.makeconftest("def pytest_collection_modifyitems(items):\n    items.reverse()\n")
     run(SHARED, "--recompile-budget").assert_outcomes(passed=2)
 
 
 def test_keep_caches_counts_only_this_tests_compiles(run) -> None:
     run(SHARED, "--recompile-budget", "--recompile-keep-caches").assert_outcomes(passed=2)
-    run(SHARED, "-o", "recompile_keep_caches=true", "--recompile-budget").assert_outcomes(
-        passed=2
-    )
+    run(SHARED, "-o", "recompile_keep_caches=true", "--recompile-budget").assert_outcomes(passed=2)
 
 
 def test_per_function_budgets_and_opt_out(run) -> None:

@@ -106,7 +106,7 @@ def test_allow_recompiles_takes_no_arguments() -> None:
 
 RAW = (
     "0/2: G['step'] == 2                                  # return x + step  "
-    "# t.py:5 in f\nUser stack trace:\n  File \"t.py\", line 5, in f\n    return x + step"
+    '# t.py:5 in f\nUser stack trace:\n  File "t.py", line 5, in f\n    return x + step'
 )
 
 
@@ -168,10 +168,19 @@ def test_limit_message_and_summary() -> None:
     assert "recompile_limit (8)" in text and EAGER_FALLBACK in text
     lines = summary_lines(
         [
-            ("t.py::a", {"violations": ["x"], "recompiles": 7, "recompile_seconds": 1.5,
-                         "limit_hit": ["h"]}),
-            ("t.py::b", {"violations": [], "recompiles": 0, "recompile_seconds": 0.0,
-                         "limit_hit": []}),
+            (
+                "t.py::a",
+                {
+                    "violations": ["x"],
+                    "recompiles": 7,
+                    "recompile_seconds": 1.5,
+                    "limit_hit": ["h"],
+                },
+            ),
+            (
+                "t.py::b",
+                {"violations": [], "recompiles": 0, "recompile_seconds": 0.0, "limit_hit": []},
+            ),
         ]
     )
     assert lines == [

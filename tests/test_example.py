@@ -1,0 +1,30 @@
+"""The bundled example, run the way the README runs it (default inductor backend)."""
+
+from __future__ import annotations
+
+import shutil
+from glob import escape as esc
+from pathlib import Path
+
+import pytest
+
+from pytest_recompile.report import PREFIX, STOPPED
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def test_example_catches_the_step_counter_and_passes_the_fix(pytester: pytest.Pytester) -> None:
+    shutil.copytree(EXAMPLES, pytester.path / "examples")
+    result = pytester.runpytest_subprocess("examples", "--recompile-budget", "-p", "no:randomly")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_train_with_python_step_counter _*",
+            esc(f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)"),
+            "  warmup_loss  examples/tinytrainer/train.py:*",
+            esc(f"    recompile 1 [0/1]: G['global_step'] == 0   <- {STOPPED}"),
+            "FAILED examples/test_tinytrainer.py::test_train_with_python_step_counter - *",
+        ]
+    )
+    unguarded = pytester.runpytest_subprocess("examples", "-p", "no:randomly")
+    unguarded.assert_outcomes(passed=2)  # without the gate the bug goes unnoticed

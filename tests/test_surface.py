@@ -1,0 +1,164 @@
+"""The plugin's pytest surface: options, ini twins, markers, bad input, inertness."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_recompile.markers import MAX_RECOMPILES_FORM
+from pytest_recompile.plugin import BARE_FLAG_HINT
+from pytest_recompile.report import PREFIX
+
+RECOMPILES = """
+@torch.compile(backend="eager")
+def double(x):
+    return x * 2
+
+@pytest.mark.max_recompiles(0)
+def test_marked():
+    double(torch.ones(2)); double(torch.ones(3, 3))
+"""
+
+
+def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "*torch.compile recompiles (pytest-recompile)*",
+            "*--recompile-budget=[[]N[]]*",
+            "*--recompile-mode=*",
+            "*--recompile-keep-caches*",
+            "*recompile_budget (string)*",
+            "*recompile_mode (string)*",
+            "*recompile_keep_caches (bool)*",
+        ]
+    )
+
+
+def test_markers_are_documented_with_signatures(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(
+        [
+            f"@pytest.mark.{MAX_RECOMPILES_FORM.replace('[', '[[]')}: *",
+            "@pytest.mark.allow_recompiles: *",
+        ]
+    )
+
+
+def test_strict_markers_accepts_ours(run) -> None:
+    result = run(
+        RECOMPILES.replace("max_recompiles(0)", "max_recompiles(1)")
+        + "\n@pytest.mark.allow_recompiles\ndef test_other():\n    pass\n",
+        "--strict-markers",
+    )
+    result.assert_outcomes(passed=2)
+
+
+def test_disabled_with_p_no_recompile(run) -> None:
+    result = run(RECOMPILES, "-p", "no:recompile")
+    result.assert_outcomes(passed=1)
+    assert PREFIX not in result.stdout.str()
+
+
+def test_no_torch_import_without_flag_ini_or_marker(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import sys
+
+        def test_inert(pytestconfig):
+            assert "torch" not in sys.modules
+            assert pytestconfig.pluginmanager.has_plugin("recompile-scan")
+            assert not pytestconfig.pluginmanager.has_plugin("recompile-gate")
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    "marker, message",
+    [
+        ("max_recompiles(-1)", "budget must be a non-negative integer, got -1"),
+        ("max_recompiles(1.5)", "got 1.5 (float)"),
+        ("max_recompiles('2')", "got '2' (str)"),
+        ("max_recompiles(True)", "got True (bool)"),
+        ("max_recompiles(None)", "got None (NoneType)"),
+        ("max_recompiles()", "expected exactly one budget, got 0 arguments"),
+        ("max_recompiles(1, fn='f')", "unknown keyword 'fn'"),
+        ("max_recompiles(1, function=2)", "function= must be a function name or qualname"),
+        ("allow_recompiles(3)", "takes no arguments"),
+    ],
+)
+def test_bad_marker_is_a_usage_error_naming_the_test(run, marker: str, message: str) -> None:
+    result = run(f"@pytest.mark.{marker}\ndef test_bad():\n    pass\n")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{PREFIX}*test_it.py::test_bad*{message}*"])
+
+
+@pytest.mark.parametrize("value", ["-1", "abc", "1.5"])
+def test_bad_cli_budget(run, value: str) -> None:
+    result = run("def test_x():\n    pass\n", f"--recompile-budget={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*argument --recompile-budget: {PREFIX} --recompile-budget: expected a non-negative*"]
+    )
+
+
+def test_bare_flag_before_a_path_says_how_to_write_it(run, pytester: pytest.Pytester) -> None:
+    result = run("def test_x():\n    pass\n", "--recompile-budget", "test_it.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*got 'test_it.py'; {BARE_FLAG_HINT}*"])
+    ok = pytester.runpytest("test_it.py", "--recompile-budget", "-p", "no:randomly")
+    ok.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    "ini, message",
+    [
+        ("recompile_budget = -2", "ini option recompile_budget: expected a non-negative integer"),
+        ("recompile_mode = sometimes", "ini option recompile_mode: expected one of fail-fast"),
+    ],
+)
+def test_bad_ini_values(run, pytester: pytest.Pytester, ini: str, message: str) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    result = run("def test_x():\n    pass\n")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{PREFIX} {message}*"])
+
+
+def test_bad_cli_mode(run) -> None:
+    result = run("def test_x():\n    pass\n", "--recompile-mode=sometimes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--recompile-mode: invalid choice: 'sometimes'*"])
+
+
+def test_ini_mode_and_cli_override(run, pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nrecompile_budget = 0\nrecompile_mode = report-only\n")
+    run(RECOMPILES.replace("@pytest.mark.max_recompiles(0)\n", "")).assert_outcomes(passed=1)
+    override = pytester.runpytest("--recompile-mode=fail-fast", "-p", "no:randomly")
+    override.assert_outcomes(failed=1)
+
+
+def test_globals_are_restored_after_each_gated_test(run) -> None:
+    result = run(
+        """
+from pytest_recompile import _torch
+
+def test_gated_and_failing():
+    assert _torch.installed_hooks() == 1
+    assert _torch.metrics_capacity() > 64
+    raise RuntimeError("boom")
+
+@pytest.mark.allow_recompiles
+def test_sees_clean_state():
+    assert _torch.installed_hooks() == 0
+    assert _torch.metrics_capacity() == 64
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*RuntimeError: boom*"])
+
+
+def test_header_only_when_the_gate_is_on(run) -> None:
+    result = run("def test_x():\n    pass\n")
+    assert "recompile gate" not in result.stdout.str()

@@ -1,0 +1,131 @@
+"""The tracker as a plain context manager, and the compat module's version checks."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from pytest_recompile import RecompileBudgetExceeded, RecompileTracker, _torch
+from pytest_recompile.report import PREFIX, STOPPED
+
+
+def make_double():
+    @torch.compile(backend="eager")
+    def double(x):
+        return x * 2
+
+    return double
+
+
+def test_fail_fast_raises_at_the_call_before_compiling() -> None:
+    double = make_double()
+    calls = []
+    with pytest.raises(RecompileBudgetExceeded) as info:
+        with RecompileTracker(max_recompiles=0) as tracker:
+            double(torch.ones(2))
+            calls.append(1)
+            double(torch.ones(3, 3))
+            calls.append(2)
+    assert calls == [1]
+    assert str(info.value).startswith(f"{PREFIX} 1 recompile, budget 0 (max_recompiles=0)")
+    assert STOPPED in str(info.value)
+    (record,) = tracker.records
+    assert (record.compiles, record.recompile_count, record.cache_entries) == (1, 1, 1)
+    assert record.recompiles[0].stopped and record.recompiles[0].seconds is None
+    assert _torch.installed_hooks() == 0
+
+
+def test_report_only_records_everything() -> None:
+    double = make_double()
+    with RecompileTracker(mode="report-only") as tracker:
+        for rank in range(1, 4):
+            double(torch.ones([2] * rank))
+    (record,) = tracker.records
+    assert record.qualname.endswith("make_double.<locals>.double")
+    assert (record.compiles, record.recompile_count, record.cache_entries) == (3, 2, 3)
+    assert [r.reasons[0].text for r in record.recompiles] == [
+        "tensor 'x' rank mismatch. expected 1, actual 2",
+        "tensor 'x' rank mismatch. expected 2, actual 3",
+    ]
+    assert record.compile_seconds > 0
+    assert all(r.seconds and r.seconds > 0 for r in record.recompiles)
+    assert tracker.total_recompiles == 2
+    assert [v.kind for v in tracker.violations()] == []
+
+
+def test_at_end_raises_on_exit_but_never_over_the_blocks_own_error() -> None:
+    double = make_double()
+    with pytest.raises(RecompileBudgetExceeded, match="2 recompiles, budget 1"):
+        with RecompileTracker(max_recompiles=1, mode="at-end"):
+            for rank in range(1, 4):
+                double(torch.ones([2] * rank))
+    with pytest.raises(KeyError, match="own"):
+        with RecompileTracker(max_recompiles=0, mode="at-end"):
+            for rank in range(1, 4):
+                double(torch.ones([2] * rank))
+            raise KeyError("own")
+
+
+def test_tracker_survives_a_reset_inside_the_block() -> None:
+    double = make_double()
+    with RecompileTracker(mode="report-only") as tracker:
+        double(torch.ones(2))
+        torch._dynamo.reset()
+        double(torch.ones(2))
+        double(torch.ones(3, 3))
+    (record,) = tracker.records
+    assert record.compiles == 3  # the reset dropped the entry: the second call compiled anew
+    assert record.recompile_count == 1
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="mode must be one of"):
+        RecompileTracker(mode="sometimes")
+    with pytest.raises(ValueError, match="non-negative integer"):
+        RecompileTracker(max_recompiles=-1)
+
+
+@pytest.mark.parametrize(
+    "version, message",
+    [
+        (None, "torch is not installed"),
+        ("2.5.1", "torch 2.5.1 is too old for the recompile gate; it needs torch >= 2.9"),
+        ("2.8.0+cu126", "torch 2.8.0+cu126 is too old"),
+    ],
+)
+def test_check_version_refuses_missing_or_old_torch(monkeypatch, version, message) -> None:
+    monkeypatch.setattr(_torch, "torch_version", lambda: version)
+    with pytest.raises(_torch.TorchUnsupported, match=re.escape(message)):
+        _torch.check_version()
+
+
+@pytest.mark.parametrize("version", ["2.9.0", "2.13.0+cpu", "2.14.1", "3.0.0a0"])
+def test_check_version_accepts_supported(monkeypatch, version) -> None:
+    monkeypatch.setattr(_torch, "torch_version", lambda: version)
+    assert _torch.check_version() == version
+
+
+def test_installed_torch_has_what_the_gate_reads() -> None:
+    assert _torch.check_torch().startswith(torch.__version__.split("+")[0])
+
+
+@pytest.mark.parametrize("how", [["--recompile-budget"], []])
+def test_old_torch_with_the_gate_is_an_early_usage_error(run, pytester, how) -> None:
+    pytester.makeconftest(
+        "import pytest_recompile._torch as t\nt.torch_version = lambda: '2.6.0'\n"
+    )
+    source = "def test_x():\n    pass\n"
+    if not how:
+        source = "@pytest.mark.max_recompiles(0)\n" + source
+    result = run(source, *how)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{PREFIX} torch 2.6.0 is too old for the recompile gate*"])
+
+
+def test_old_torch_without_the_gate_stays_inert(run, pytester) -> None:
+    pytester.makeconftest(
+        "import pytest_recompile._torch as t\nt.torch_version = lambda: '2.6.0'\n"
+    )
+    run("def test_x():\n    pass\n").assert_outcomes(passed=1)
