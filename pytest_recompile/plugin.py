@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 import pytest
 
@@ -206,7 +206,11 @@ class Gate:
             except _torch.TorchUnsupported as exc:
                 raise pytest.UsageError(str(exc)) from None
             item.stash[TRACKER_KEY] = tracker
-        return (yield)
+        try:
+            return (yield)
+        except RecompileBudgetExceeded as exc:  # a fixture recompiled over budget
+            stopped = exc
+        _fail(stopped)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -229,13 +233,7 @@ class Gate:
             raise
         tracker.stop()
         if stopped is not None:
-            message = failure_message(
-                stopped.records,
-                stopped.violations,
-                stopped=stopped.stopped,
-                site=call_site(stopped.__traceback__),
-            )
-            pytest.fail(message, pytrace=False)
+            _fail(stopped)
         found = tracker.violations()
         if found and self.settings.mode != "report-only":
             pytest.fail(failure_message(tracker.records, found), pytrace=False)
@@ -261,6 +259,17 @@ class Gate:
             if tracker is not None:
                 tracker.stop()
                 del item.stash[TRACKER_KEY]
+
+
+def _fail(stopped: RecompileBudgetExceeded) -> NoReturn:
+    """Fail the test with the gate's message alone (torch's frames are no help to the user)."""
+    message = failure_message(
+        stopped.records,
+        stopped.violations,
+        stopped=stopped.stopped,
+        site=call_site(stopped.__traceback__),
+    )
+    pytest.fail(message, pytrace=False)
 
 
 class Summary:

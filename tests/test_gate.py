@@ -539,3 +539,61 @@ def test_ini_budget(run, pytester) -> None:
     result = run(SHAPES)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*budget 0 (recompile_budget=0 (ini))*"])
+
+
+def test_recompile_in_a_fixture_fails_the_setup_with_the_gate_message(run) -> None:
+    result = run(
+        """
+@torch.compile(backend="eager")
+def double(x):
+    return x * 2
+
+@pytest.fixture
+def warmed():
+    double(torch.ones(2))
+    double(torch.ones(3, 3))
+
+def test_uses_it(warmed):
+    pass
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_uses_it*",
+            f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)",
+            "  fail-fast: stopped at test_it.py:* in warmed, before that recompile ran",
+        ]
+    )
+
+
+@pytest.mark.parametrize("flag", [["--recompile-budget"], []])
+def test_summary_under_xdist(pytester, flag) -> None:
+    pytester.makepyfile(
+        test_it="""
+        import pytest
+        import torch
+
+        @torch.compile(backend="eager")
+        def double(x):
+            return x * 2
+
+        @pytest.mark.max_recompiles(0)
+        def test_a():
+            double(torch.ones(2)); double(torch.ones(3, 3))
+
+        @pytest.mark.max_recompiles(1)
+        def test_b():
+            double(torch.ones(2)); double(torch.ones(3, 3))
+        """
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly", *flag)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*= recompile gate =*",
+            "test_it.py::test_a: 1 recompile, budget 0 (@max_recompiles(0))",
+            "2 gated tests, 2 recompiles; 1 over budget, 0 hit recompile_limit",
+        ]
+    )
