@@ -147,8 +147,9 @@ class RecompileTracker:
         self.reset = reset
         self.torch_version: str | None = None
         self._records: dict[CodeType, FunctionRecord] = {}
-        self._compiled: set[CodeType] = set()  # code objects compiled inside this block
-        self._record_of_code: dict[CodeType, FunctionRecord] = {}
+        # (code object, user function) pairs compiled inside this block: a torch module
+        # compiled with torch.compile shares torch's wrapper code with every other one.
+        self._compiled: set[tuple[CodeType, CodeType]] = set()
         self._owner: dict[str, FunctionRecord] = {}  # compile id -> function
         self._lock = threading.Lock()
         self._remove_hook: Any = None
@@ -203,7 +204,7 @@ class RecompileTracker:
             if event.limit is not None:
                 record.limit = event.limit
                 record.limit_hits += 1
-            elif event.code in self._compiled and event.is_recompile:
+            elif (event.code, event.function) in self._compiled and event.is_recompile:
                 recompile = Recompile(
                     compile_id=event.compile_id,
                     reasons=tuple(parse_reason(r) for r in event.reasons),
@@ -212,7 +213,7 @@ class RecompileTracker:
                 record.recompiles.append(recompile)
             else:
                 record.compiles += 1
-            self._compiled.add(event.code)
+            self._compiled.add((event.code, event.function))
             violations = []
             if self.mode == "fail-fast" and (recompile is not None or event.limit is not None):
                 violations = [
@@ -229,26 +230,24 @@ class RecompileTracker:
         raise RecompileBudgetExceeded(self.records, violations, stopped=True)
 
     def _record_for(self, event: _torch.CompileEvent) -> FunctionRecord:
-        record = self._record_of_code.get(event.code)
+        fn = event.function
+        record = self._records.get(fn)
         if record is None:
-            fn = event.function
-            record = self._records.get(fn)
-            if record is None:
-                qualname = event.label or str(getattr(fn, "co_qualname", fn.co_name))
-                record = FunctionRecord(
-                    name=qualname.rsplit(".", 1)[-1],
-                    qualname=qualname,
-                    filename=fn.co_filename,
-                    lineno=fn.co_firstlineno,
-                )
-                self._records[fn] = record
-            self._record_of_code[event.code] = record
+            qualname = event.label or str(getattr(fn, "co_qualname", fn.co_name))
+            record = FunctionRecord(
+                name=qualname.rsplit(".", 1)[-1],
+                qualname=qualname,
+                filename=fn.co_filename,
+                lineno=fn.co_firstlineno,
+            )
+            self._records[fn] = record
         return record
 
     def _refresh(self) -> None:
         """Fill in cache-entry counts and, once stopped, compile seconds."""
         entries: dict[int, int] = {}
-        for code, record in self._record_of_code.items():
+        for code, function in self._compiled:
+            record = self._records[function]
             entries[id(record)] = entries.get(id(record), 0) + _torch.cache_entries(code)
         for record in self._records.values():
             record.cache_entries = entries.get(id(record), 0)

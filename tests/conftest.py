@@ -6,12 +6,7 @@ from pathlib import Path
 
 import pytest
 from _pytest import pytester as pytester_module
-
-HEADER = """
-import pytest
-import torch
-import torch._dynamo
-"""
+from snippets import HEADER
 
 
 def _keep_libraries(inner_root: Path) -> type:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from glob import escape as esc
 
 import pytest
+from snippets import DOUBLE, HEADER
 
 from pytest_recompile.report import EAGER_FALLBACK, PREFIX, STOPPED
 
@@ -58,15 +59,14 @@ def test_n():
     result.stdout.fnmatch_lines([esc("    recompile 1 [0/1]: n == 2   <- ") + "*"])
 
 
-SHAPES = """
-@torch.compile(backend="eager")
-def double(x):
-    return x * 2
-
+SHAPES = (
+    DOUBLE
+    + """
 def test_shapes():
     for n in (4, 8, 16, 32):
         double(torch.ones(n))
 """
+)
 
 
 def test_shape_change_budget_one_passes_thanks_to_automatic_dynamic(run) -> None:
@@ -81,11 +81,8 @@ def test_shape_change_budget_zero_fails_with_size_mismatch(run) -> None:
 
 def test_mark_dynamic_over_many_sizes_passes_at_zero(run) -> None:
     result = run(
-        """
-@torch.compile(backend="eager")
-def double(x):
-    return x * 2
-
+        DOUBLE
+        + """
 def test_sizes():
     for n in range(3, 20):
         x = torch.ones(n)
@@ -99,11 +96,8 @@ def test_sizes():
 
 def test_dtype_change(run) -> None:
     result = run(
-        """
-@torch.compile(backend="eager")
-def double(x):
-    return x * 2
-
+        DOUBLE
+        + """
 def test_dtype():
     double(torch.ones(2))
     double(torch.ones(2, dtype=torch.float64))
@@ -159,11 +153,8 @@ def test_ranks():
 
 def test_batch_of_one_after_a_dynamic_dim(run) -> None:
     result = run(
-        """
-@torch.compile(backend="eager")
-def double(x):
-    return x * 2
-
+        DOUBLE
+        + """
 @pytest.mark.max_recompiles(1)
 def test_batches():
     for batch in (4, 8, 1):
@@ -543,11 +534,8 @@ def test_ini_budget(run, pytester) -> None:
 
 def test_recompile_in_a_fixture_fails_the_setup_with_the_gate_message(run) -> None:
     result = run(
-        """
-@torch.compile(backend="eager")
-def double(x):
-    return x * 2
-
+        DOUBLE
+        + """
 @pytest.fixture
 def warmed():
     double(torch.ones(2))
@@ -571,22 +559,17 @@ def test_uses_it(warmed):
 @pytest.mark.parametrize("flag", [["--recompile-budget"], []])
 def test_summary_under_xdist(pytester, flag) -> None:
     pytester.makepyfile(
-        test_it="""
-        import pytest
-        import torch
+        test_it=HEADER
+        + DOUBLE
+        + """
+@pytest.mark.max_recompiles(0)
+def test_a():
+    double(torch.ones(2)); double(torch.ones(3, 3))
 
-        @torch.compile(backend="eager")
-        def double(x):
-            return x * 2
-
-        @pytest.mark.max_recompiles(0)
-        def test_a():
-            double(torch.ones(2)); double(torch.ones(3, 3))
-
-        @pytest.mark.max_recompiles(1)
-        def test_b():
-            double(torch.ones(2)); double(torch.ones(3, 3))
-        """
+@pytest.mark.max_recompiles(1)
+def test_b():
+    double(torch.ones(2)); double(torch.ones(3, 3))
+"""
     )
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly", *flag)
     result.assert_outcomes(failed=1, passed=1)

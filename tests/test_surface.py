@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from snippets import DOUBLE
 
 from pytest_recompile.markers import MAX_RECOMPILES_FORM
 from pytest_recompile.plugin import BARE_FLAG_HINT
 from pytest_recompile.report import PREFIX
 
-RECOMPILES = """
-@torch.compile(backend="eager")
-def double(x):
-    return x * 2
-
+RECOMPILES = (
+    DOUBLE
+    + """
 @pytest.mark.max_recompiles(0)
 def test_marked():
     double(torch.ones(2)); double(torch.ones(3, 3))
 """
+)
 
 
 def test_help_lists_every_option(pytester: pytest.Pytester) -> None:

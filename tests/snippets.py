@@ -1,0 +1,13 @@
+"""Source snippets shared by the pytester tests (each test module adds its own tests)."""
+
+HEADER = """
+import pytest
+import torch
+import torch._dynamo
+"""
+
+DOUBLE = """
+@torch.compile(backend="eager")
+def double(x):
+    return x * 2
+"""
