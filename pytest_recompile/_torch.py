@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
 
+from .guards import GraphBreak, graph_break, same_guard_text
+
 MIN_TORCH = (2, 9)
 MIN_TORCH_TEXT = ".".join(map(str, MIN_TORCH))
 
@@ -61,6 +63,7 @@ class CompileEvent:
     compile_id: str  # "frame/attempt", as torch prints it: "0/3"
     is_recompile: bool  # torch found cache entries whose guards all failed
     reasons: tuple[str, ...]  # one per rejecting cache entry, newest entry first
+    leaf_kinds: tuple[str | None, ...]  # the failing leaf guard's type name, per reason
     limit: str | None  # "recompile_limit (8)" when this compile hits the limit (eager fallback)
 
 
@@ -191,6 +194,10 @@ def _event_from(compile_frame: FrameType) -> CompileEvent:
     compile_id = loc["compile_id"]
     recompile = bool(user_frame is not None and is_recompilation(cache_size))
     exceeded, limit_type = exceeds_recompile_limit(cache_size, compile_id)
+    reasons = tuple(loc.get("reasons") or ())
+    entries = loc.get("cache_entries_for_reasons")
+    if entries is None:
+        entries = _entry_list(code)
     function, label = _parent_code(code), None
     wrapped = _wrapped_target(function, user_frame) if user_frame is not None else None
     if wrapped is not None:
@@ -201,7 +208,8 @@ def _event_from(compile_frame: FrameType) -> CompileEvent:
         label=label,
         compile_id=str(compile_id),
         is_recompile=recompile,
-        reasons=tuple(loc.get("reasons") or ()),
+        reasons=reasons,
+        leaf_kinds=failing_leaf_kinds(entries, reasons) if recompile else (),
         limit=f"{limit_type} ({getattr(config, limit_type)})" if exceeded else None,
     )
 
@@ -231,6 +239,135 @@ def install_compile_hook(callback: Callable[[CompileEvent], None]) -> Callable[[
     return remove
 
 
+# --- guard trees -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One leaf guard of a cache entry's guard tree."""
+
+    torch_kind: str  # the C++ leaf type name: TENSOR_MATCH, LENGTH_CHECK, ...
+    source: str  # L['x'], G['step'], ...
+    code_parts: tuple[str, ...]
+    under_module: bool  # reached through a module object (G['torch'].sin, G['math'].pi)
+
+
+def _entry_list(code: CodeType) -> list[Any]:
+    import torch._C._dynamo.eval_frame as eval_frame
+
+    return list(eval_frame._debug_get_cache_entry_list(code))
+
+
+def guard_leaves(guard_manager: Any) -> Iterator[Leaf]:
+    """Every leaf of a cache entry's guard tree, symbolic-shape guards included."""
+    root = guard_manager.root
+
+    def walk(manager: Any, under_module: bool) -> Iterator[Leaf]:
+        source = manager.get_source()
+        leaves = manager.get_leaf_guards()
+        parts = [(type(leaf).__name__, tuple(leaf.verbose_code_parts())) for leaf in leaves]
+        is_module = any(
+            kind == "ID_MATCH" and any("type=<class 'module'>" in p for p in code_parts)
+            for kind, code_parts in parts
+        )
+        for kind, code_parts in parts:
+            yield Leaf(kind, source, code_parts, under_module)
+        for child in manager.get_child_managers():
+            yield from walk(child, under_module or is_module)
+
+    yield from walk(root, False)
+    for guard in root.get_epilogue_lambda_guards():
+        yield Leaf(type(guard).__name__, "", tuple(guard.verbose_code_parts()), False)
+
+
+def failing_leaf_kinds(entries: list[Any], reasons: tuple[str, ...]) -> tuple[str | None, ...]:
+    """For each reason ("0/1: G['step'] == 0"), the type of the leaf in entry 0/1 that says so.
+
+    None where the reason is not a leaf's code part (torch words tensor mismatches itself).
+    """
+    by_id = {str(entry.compile_id): entry for entry in entries}
+    kinds: list[str | None] = []
+    for raw in reasons:
+        entry_id, _, text = raw.partition(": ")
+        entry = by_id.get(entry_id.strip())
+        key = same_guard_text(text)
+        kind = None
+        if entry is not None and key:
+            for leaf in guard_leaves(entry.guard_manager):
+                if any(same_guard_text(part) == key for part in leaf.code_parts):
+                    kind = leaf.torch_kind
+                    break
+        kinds.append(kind)
+    return tuple(kinds)
+
+
+def installed(code: CodeType) -> Iterator[tuple[str, Leaf]]:
+    """(cache entry id, leaf) for every guard installed on ``code``'s cache entries."""
+    for entry in _entry_list(code):
+        for leaf in guard_leaves(entry.guard_manager):
+            yield str(entry.compile_id), leaf
+
+
+# --- graph breaks ------------------------------------------------------------------------------
+
+
+@contextmanager
+def error_on_graph_break() -> Iterator[None]:
+    """Fullgraph semantics for compiles inside the block, without touching the compile calls.
+
+    torch.compile calls that pass error_on_graph_break= themselves keep their own setting.
+    """
+    import torch._dynamo
+
+    with torch._dynamo.error_on_graph_break(True):
+        yield
+
+
+def graph_break_count() -> int:
+    import torch._dynamo.utils as dynamo_utils
+
+    return len(dynamo_utils.graph_break_reasons)
+
+
+def graph_breaks_since(mark: int) -> list[GraphBreak]:
+    """GraphBreaks recorded by torch since ``graph_break_count()`` returned ``mark``."""
+    import torch._dynamo.utils as dynamo_utils
+
+    reasons = dynamo_utils.graph_break_reasons
+    found = reasons[mark:] if len(reasons) >= mark else reasons  # a reset() cleared the list
+    result = []
+    for compile_reason in found:
+        frame = compile_reason.user_stack[-1] if compile_reason.user_stack else None
+        result.append(
+            graph_break(
+                compile_reason.reason,
+                frame.filename if frame else "?",
+                (frame.lineno or 0) if frame else 0,
+                frame.name if frame else "?",
+                (frame.line or "") if frame else "",
+            )
+        )
+    return result
+
+
+def graph_break_error(exc: BaseException) -> GraphBreak | None:
+    """The GraphBreak behind a fullgraph error torch raised at a break, else None."""
+    from torch._dynamo.exc import Unsupported
+
+    if not isinstance(exc, Unsupported):
+        return None
+    stack = getattr(exc, "real_stack", None) or []
+    frame = stack[-1] if stack else None
+    text = getattr(exc, "msg", None) or str(exc)
+    return graph_break(
+        text,
+        frame.filename if frame else "?",
+        (frame.lineno or 0) if frame else 0,
+        frame.name if frame else "?",
+        (frame.line or "") if frame else "",
+    )
+
+
 # --- caches, metrics ------------------------------------------------------------------------
 
 
@@ -242,9 +379,7 @@ def reset_caches() -> None:
 
 
 def cache_entries(code: CodeType) -> int:
-    import torch._C._dynamo.eval_frame as eval_frame
-
-    return len(eval_frame._debug_get_cache_entry_list(code))
+    return len(_entry_list(code))
 
 
 @contextmanager

@@ -1,9 +1,106 @@
-"""Guard-failure reasons: parse the strings torch produces into plain values (pure)."""
+"""Guard-failure reasons and installed guards as plain values: parse, classify, hint (pure).
+
+One vocabulary of guard kinds, named after torch's guards. torch's C++ guard tree and its
+Python ``GuardBuilder`` spell some kinds differently (``LENGTH_CHECK`` / ``SEQUENCE_LENGTH``,
+``CONSTANT_MATCH`` / ``EQUALS_MATCH``); :func:`normalise_kind` accepts both.
+"""
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
+
+# -- the vocabulary -------------------------------------------------------------------------
+
+KINDS = (
+    "TENSOR_MATCH",
+    "EQUALS_MATCH",
+    "GLOBAL_STATE",
+    "ID_MATCH",
+    "TYPE_MATCH",
+    "SEQUENCE_LENGTH",
+    "SHAPE_ENV",
+    "NONE_MATCH",
+    "OBJECT_ALIASING",
+    "BACKEND_MATCH",
+    "DEFAULT_DEVICE",
+    "TORCH_FUNCTION_MODE_STACK",
+    "OTHER",
+)
+
+ALIASES = {
+    "CONSTANT_MATCH": "EQUALS_MATCH",
+    "LENGTH_CHECK": "SEQUENCE_LENGTH",
+    "DICT_LENGTH": "SEQUENCE_LENGTH",
+    "TUPLE_ITERATOR_LEN": "SEQUENCE_LENGTH",
+    "FUNCTION_MATCH": "ID_MATCH",
+    "CLOSURE_MATCH": "ID_MATCH",
+    "BUILTIN_MATCH": "ID_MATCH",
+    "NN_MODULE": "ID_MATCH",
+    "CHECK_TENSOR": "TENSOR_MATCH",
+    "NO_TENSOR_ALIASING": "OBJECT_ALIASING",
+    "SYMBOLIC_SHAPE": "SHAPE_ENV",
+    "RELATIONAL_GUARD": "SHAPE_ENV",
+    "NOT_NONE": "NONE_MATCH",
+    "NOT_NONE_MATCH": "NONE_MATCH",
+    "NONE_MATCH": "NONE_MATCH",
+    "IS_NONE": "NONE_MATCH",
+}
+
+# Guards torch installs on every frame, or on library objects: they say nothing about the
+# user's values. Kept in the inventory (marked framework) but never forbidden or reported.
+FRAMEWORK_KINDS = frozenset(
+    {
+        "LAMBDA_GUARD",
+        "GLOBAL_STATE",
+        "TORCH_FUNCTION_MODE_STACK",
+        "DEFAULT_DEVICE",
+        "DIMENSION_DYNAMIC_MARKING_GUARD",
+        "GRAD_MODE",
+        "DETERMINISTIC_ALGORITHMS",
+        "FUNCTORCH_STACK_MATCH",
+        "DUAL_LEVEL",
+        "AUTOGRAD_SAVED_TENSORS_HOOKS",
+    }
+)
+
+
+# The root of a guard tree: its leaves check ambient state (grad mode, default device, ...).
+ROOT_SOURCE = "L"
+
+
+class UnknownKind(ValueError):
+    """A guard kind that is not in the vocabulary (nor an alias of one)."""
+
+
+def normalise_kind(name: str) -> str | None:
+    """The vocabulary's name for a torch guard name, or None if it has none."""
+    upper = name.strip().upper()
+    if upper in KINDS:
+        return upper
+    return ALIASES.get(upper)
+
+
+def check_kind(name: object, where: str) -> str:
+    """A kind a user named (a marker argument); raise UnknownKind with the closest match."""
+    if not isinstance(name, str):
+        raise UnknownKind(
+            f"{where}: guard kinds are strings such as 'TENSOR_MATCH', got {name!r} "
+            f"({type(name).__name__})"
+        )
+    kind = normalise_kind(name)
+    if kind is None:
+        close = difflib.get_close_matches(name.upper(), [*KINDS, *ALIASES], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UnknownKind(
+            f"{where}: unknown guard kind {name!r}{hint} Valid kinds: {', '.join(KINDS)} "
+            f"(torch's aliases {', '.join(sorted(ALIASES))} are accepted too)"
+        )
+    return kind
+
+
+# -- reasons --------------------------------------------------------------------------------
 
 # "0/3: " names the cache entry (frame id / compile attempt) whose guards rejected the call.
 _ENTRY = re.compile(r"^\s*(?P<entry>\d+/\d+):\s*")
@@ -11,6 +108,31 @@ _ENTRY = re.compile(r"^\s*(?P<entry>\d+/\d+):\s*")
 #   G['step'] == 0                         # return x + step  # tests/test_a.py:5 in f
 _COMMENT = re.compile(r"\s{2,}#\s.*?(?=;\s|$)")
 _STACK = "\nUser stack trace:"
+
+# tensor 'x' size mismatch at index 0. expected 4, actual 8   (older: tensor 'L['x']' ...)
+_TENSOR = re.compile(r"^tensor '(?P<source>.+?)' (?P<what>.+?) mismatch", re.DOTALL)
+_EXPECTED_ACTUAL = re.compile(
+    r"expected(?: device index to be)? (?P<expected>[^,]+?),? actual (?P<actual>[^\s,]+)",
+    re.IGNORECASE,
+)
+_TENSOR_DETAIL = (
+    ("size", "size"),
+    ("stride", "stride"),
+    ("dtype", "dtype"),
+    ("rank", "rank"),
+    ("requires_grad", "requires_grad"),
+    ("dispatch key", "device"),
+    ("device", "device"),
+    ("storage offset", "storage_offset"),
+)
+# expected type of 'y' to be a tensor type, ' but found <class 'NoneType'>
+_NOT_A_TENSOR = re.compile(r"^expected type of '(?P<source>.+?)' to be a tensor type")
+_FOUND = re.compile(r"found <class '(?P<found>[^']+)'>")
+_SHAPE = re.compile(r"\.(size|stride)\(\)|storage_offset\(\)|\bEq\(|\bNe\(|mark_unbacked")
+_EQUALS = re.compile(r"^(?P<source>.+?) == (?P<expected>.+)$", re.DOTALL)
+_IS_NONE = re.compile(r"^(?P<source>.+?) is (?:not )?None$")
+_ALIAS = re.compile(r"^(?P<source>\S+) is (?:not )?(?P<other>\S+)$")
+_CALL_SOURCE = re.compile(r"\((?P<source>.+?), \d+\)")
 
 
 @dataclass(frozen=True)
@@ -20,19 +142,289 @@ class Reason:
     text: str  # the failing guard as torch words it, without the source comment
     entry: str | None  # the rejecting cache entry, "0/2"; None when torch did not say
     raw: str  # the full string torch produced
+    kind: str = "OTHER"
+    detail: str | None = None  # size / dtype / ... for TENSOR_MATCH, the flag for GLOBAL_STATE
+    source: str | None = None  # L['x'], G['step'], self.scale
+    expected: str | None = None
+    actual: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}({self.detail})" if self.detail else self.kind
+
+    @property
+    def hint(self) -> str:
+        return hint_for(self.kind, self.detail, self.source, self.text)
 
     def to_dict(self) -> dict[str, str | None]:
-        return {"text": self.text, "entry": self.entry, "raw": self.raw}
+        return {
+            "kind": self.kind,
+            "detail": self.detail,
+            "source": self.source,
+            "expected": self.expected,
+            "actual": self.actual,
+            "text": self.text,
+            "entry": self.entry,
+            "raw": self.raw,
+        }
 
 
-def parse_reason(raw: str) -> Reason:
-    """Split torch's reason string; never raises, whatever the text."""
-    first = raw.split(_STACK, 1)[0]
+_LOCAL = re.compile(r"L\['([^']+)'\]")
+
+
+def same_guard_text(text: str) -> str:
+    """A key under which a reason's text and the leaf's code part compare equal."""
+    return _LOCAL.sub(r"\1", strip_comment(text)).replace(" ", "")
+
+
+def strip_comment(text: str) -> str:
+    """A guard's code part without torch's alignment and ``# source  # file:line`` comment."""
+    first = text.split(_STACK, 1)[0]
+    lines = [_COMMENT.sub("", line).strip() for line in first.splitlines()]
+    return "; ".join(line for line in lines if line)
+
+
+def parse_reason(raw: str, leaf_kind: str | None = None) -> Reason:
+    """Split and classify torch's reason string; never raises, whatever the text.
+
+    ``leaf_kind`` is the type name of the failing leaf guard when the guard tree told us
+    (exact); otherwise the kind comes from the text.
+    """
+    body = raw.split(_STACK, 1)[0]
     entry = None
-    match = _ENTRY.match(first)
+    match = _ENTRY.match(body)
     if match:
         entry = match.group("entry")
-        first = first[match.end() :]
-    lines = [_COMMENT.sub("", line).strip() for line in first.splitlines()]
-    text = "; ".join(line for line in lines if line)
-    return Reason(text=text or raw.strip() or "(torch gave no reason)", entry=entry, raw=raw)
+        body = body[match.end() :]
+    text = strip_comment(body) or raw.strip() or "(torch gave no reason)"
+    kind, detail, source, expected, actual = classify_text(text)
+    exact = normalise_kind(leaf_kind) if leaf_kind else None
+    if exact is not None and exact != kind:
+        kind, detail = exact, None
+    return Reason(text, entry, raw, kind, detail, source, expected, actual)
+
+
+def classify_text(
+    text: str,
+) -> tuple[str, str | None, str | None, str | None, str | None]:
+    """(kind, detail, source, expected, actual) from a guard's text alone."""
+    tensor = _TENSOR.match(text)
+    if tensor:
+        what = tensor.group("what").lower()
+        detail = next((name for key, name in _TENSOR_DETAIL if key in what), None)
+        ea = _EXPECTED_ACTUAL.search(text)
+        return (
+            "TENSOR_MATCH",
+            detail,
+            tensor.group("source"),
+            ea.group("expected").strip() if ea else None,
+            ea.group("actual").strip() if ea else None,
+        )
+    wrong_type = _NOT_A_TENSOR.match(text)
+    if wrong_type:
+        found = _FOUND.search(text)
+        return (
+            "TENSOR_MATCH",
+            "type",
+            wrong_type.group("source"),
+            "a tensor",
+            found.group("found") if found else None,
+        )
+    if text.startswith("GLOBAL_STATE changed:"):
+        flags = text.split(":", 1)[1].strip()
+        return "GLOBAL_STATE", flags or None, None, None, None
+    if "___check_global_state" in text:
+        return "GLOBAL_STATE", None, None, None, None
+    if text.startswith("BACKEND_MATCH") or "___check_current_backend" in text:
+        return "BACKEND_MATCH", None, None, None, None
+    if "___check_obj_id" in text:
+        return "ID_MATCH", None, _call_source(text), None, None
+    if "___check_type_id" in text:
+        return "TYPE_MATCH", None, _call_source(text), None, None
+    if "___check_torch_function_mode_stack" in text:
+        return "TORCH_FUNCTION_MODE_STACK", None, None, None, None
+    if "CURRENT_DEVICE" in text:
+        return "DEFAULT_DEVICE", None, None, None, None
+    if "Duplicate tensor found" in text or "___check_no_aliasing" in text:
+        return "OBJECT_ALIASING", None, None, None, None
+    if text.startswith("len("):
+        eq = _EQUALS.match(text)
+        source = eq.group("source")[4:-1] if eq else None
+        return "SEQUENCE_LENGTH", None, source, eq.group("expected") if eq else None, None
+    if _SHAPE.search(text):
+        return (
+            "SHAPE_ENV",
+            "0/1 specialization" if "mark_unbacked" in text else None,
+            None,
+            None,
+            None,
+        )
+    none = _IS_NONE.match(text)
+    if none:
+        return "NONE_MATCH", None, none.group("source"), None, None
+    alias = _ALIAS.match(text)
+    if alias:
+        return "OBJECT_ALIASING", None, alias.group("source"), None, None
+    equals = _EQUALS.match(text)
+    if equals:
+        return "EQUALS_MATCH", None, equals.group("source"), equals.group("expected"), None
+    return "OTHER", None, None, None, None
+
+
+def _call_source(text: str) -> str | None:
+    match = _CALL_SOURCE.search(text)
+    return match.group("source") if match else None
+
+
+# -- hints ----------------------------------------------------------------------------------
+
+_TENSOR_HINTS = {
+    "size": "a dimension changed size: torch._dynamo.mark_dynamic(x, dim) before the call, or "
+    "torch.compile(..., dynamic=True)",
+    "rank": "the number of dimensions changed: give the input one rank before the call "
+    "(reshape / unsqueeze); each rank is a graph of its own",
+    "dtype": "the dtype changed: cast the input to one dtype before the call; each dtype is a "
+    "graph of its own",
+    "stride": "the memory layout changed: pass x.contiguous() (or one layout) on every call",
+    "requires_grad": "requires_grad changed: keep it the same on every call (detach() or "
+    "requires_grad_())",
+    "device": "the device changed: keep the input on one device; each device is a graph of its own",
+    "type": "a tensor argument became another type (None?): pass a tensor on every call",
+}
+
+_HINTS = {
+    "EQUALS_MATCH": "a Python value is baked into the graph as a constant: pass it as a tensor "
+    "(torch.tensor(value)) so it is data, not code",
+    "ID_MATCH": "a new object on each call (a lambda, closure or module rebuilt in a loop): "
+    "create it once, outside the loop",
+    "TYPE_MATCH": "the value changed type (list vs tuple, one class vs another): pass one type",
+    "SEQUENCE_LENGTH": "a list or tuple changed length: pad it to one length, or pass a tensor",
+    "SHAPE_ENV": "a symbolic-shape guard failed: widen the range with "
+    "torch._dynamo.mark_dynamic(x, dim, min=..., max=...) or use dynamic=True",
+    "NONE_MATCH": "an argument alternates between None and a value: pass one type on every call",
+    "OBJECT_ALIASING": "inputs alias each other on some calls only: pass distinct tensors (clone) "
+    "or aliased ones consistently",
+    "BACKEND_MATCH": "the function was compiled for another backend: compile it with one backend",
+    "DEFAULT_DEVICE": "torch.set_default_device changed between calls: set it once at start-up",
+    "TORCH_FUNCTION_MODE_STACK": "a TorchFunctionMode was entered or left between calls: keep "
+    "the same modes active around every call",
+    "OTHER": "run with TORCH_LOGS=guards,recompiles to see the guard in full",
+}
+
+
+def hint_for(kind: str, detail: str | None, source: str | None, text: str) -> str:
+    """The usual fix for a failing guard of this kind, in one line."""
+    if kind == "TENSOR_MATCH":
+        return _TENSOR_HINTS.get(detail or "", "a tensor property changed: keep inputs alike")
+    if kind == "GLOBAL_STATE":
+        if detail and "grad_mode" in detail:
+            return (
+                "grad mode differs (torch.no_grad vs grad): expected, one graph per mode, "
+                "so budget 1 recompile for the pair"
+            )
+        flag = detail or "global torch state"
+        return f"{flag} changed between calls: set it once at start-up, not per call"
+    if kind == "SHAPE_ENV" and (detail == "0/1 specialization" or "2 <=" in text):
+        return (
+            "a size of 0 or 1 after a dynamic dimension (0/1 specialization): "
+            "torch._dynamo.decorators.mark_unbacked(x, dim) keeps one graph"
+        )
+    if kind == "EQUALS_MATCH" and source is not None:
+        if source.endswith(".training"):
+            return "train/eval switch: expected, one graph per mode, so budget 1 recompile"
+        if source.startswith(("self.", "L['self']")) or "._modules[" in source:
+            return (
+                "an nn.Module attribute is baked into the graph: store it as a tensor buffer, "
+                "or set torch._dynamo.config.allow_unspec_int_on_nn_module = True for ints"
+            )
+    return _HINTS.get(kind, _HINTS["OTHER"])
+
+
+# -- installed guards -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstalledGuard:
+    """One leaf guard of a cache entry, as the guard tree holds it."""
+
+    kind: str  # vocabulary kind, or torch's own name where the vocabulary has none
+    torch_kind: str  # the C++ leaf type name, e.g. LENGTH_CHECK
+    source: str
+    text: str
+    entry: str  # the cache entry's compile id, "0/1"
+    framework: bool  # installed by torch on every frame or on a library object
+
+    def to_dict(self) -> dict[str, str | bool]:
+        return {
+            "kind": self.kind,
+            "torch_kind": self.torch_kind,
+            "source": self.source,
+            "text": self.text,
+            "entry": self.entry,
+            "framework": self.framework,
+        }
+
+
+def installed_guard(
+    torch_kind: str, source: str, code_parts: list[str], entry: str, under_module: bool
+) -> InstalledGuard:
+    """Classify one leaf of a guard tree (``under_module``: its source is a module's attribute)."""
+    text = "; ".join(strip_comment(part) for part in code_parts) or torch_kind
+    kind = normalise_kind(torch_kind)
+    if kind is None and not source:  # epilogue lambda guards: symbolic shapes, aliasing
+        by_text = classify_text(text)[0]
+        kind = by_text if by_text != "OTHER" else None
+    kind = kind or torch_kind
+    framework = (
+        source == ROOT_SOURCE  # ambient state, checked for every frame
+        or (torch_kind in FRAMEWORK_KINDS and bool(source))
+        or under_module
+        or "__builtins" in source
+        or (kind in ("ID_MATCH", "TYPE_MATCH") and "type=<class 'module'>" in text)
+    )
+    return InstalledGuard(kind, torch_kind, source, text, entry, framework)
+
+
+# -- graph breaks ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """One place where Dynamo split the graph, with torch's reason."""
+
+    reason: str  # torch's headline, e.g. "Failed to trace builtin operator"
+    filename: str
+    lineno: int
+    function: str
+    line: str  # the user's source line, when known
+    hint: str | None  # torch's first hint, when it gave one
+
+    @property
+    def site(self) -> tuple[str, int, str]:
+        return (self.filename, self.lineno, self.reason)
+
+    def to_dict(self) -> dict[str, str | int | None]:
+        return {
+            "reason": self.reason,
+            "file": self.filename,
+            "line": self.lineno,
+            "function": self.function,
+            "code": self.line,
+            "hint": self.hint,
+        }
+
+
+def graph_break(text: str, filename: str, lineno: int, function: str, line: str) -> GraphBreak:
+    """A GraphBreak from torch's multi-line reason text and its innermost user frame."""
+    lines = [part.strip() for part in text.strip().splitlines() if part.strip()]
+    reason = lines[0] if lines else "graph break"
+    hint = next((part[5:].strip() for part in lines if part.startswith("Hint:")), None)
+    return GraphBreak(reason, filename, lineno, function, line.strip(), hint)
+
+
+def distinct_breaks(breaks: list[GraphBreak]) -> list[GraphBreak]:
+    """One per site: a break compiled twice (a recompile, a restart) is still one break."""
+    seen: dict[tuple[str, int, str], GraphBreak] = {}
+    for found in breaks:
+        seen.setdefault(found.site, found)
+    return list(seen.values())

@@ -3,19 +3,43 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+
+from .guards import UnknownKind, check_kind
 
 MAX_RECOMPILES = "max_recompiles"
 ALLOW_RECOMPILES = "allow_recompiles"
+EXPECT_GUARDS = "expect_guards"
+FORBID_GUARDS = "forbid_guards"
+FULLGRAPH = "fullgraph"
+MAX_GRAPH_BREAKS = "max_graph_breaks"
+MARKERS = (
+    MAX_RECOMPILES,
+    ALLOW_RECOMPILES,
+    EXPECT_GUARDS,
+    FORBID_GUARDS,
+    FULLGRAPH,
+    MAX_GRAPH_BREAKS,
+)
 
 MAX_RECOMPILES_FORM = "max_recompiles(n: int >= 0, *, function: str | None = None)"
+EXPECT_GUARDS_FORM = "expect_guards(*kinds: str)"
+FORBID_GUARDS_FORM = "forbid_guards(*kinds: str)"
+MAX_GRAPH_BREAKS_FORM = "max_graph_breaks(n: int >= 0)"
 MARKER_LINES = (
     f"{MAX_RECOMPILES_FORM}: this test may recompile at most n times in total; with "
     "function=, the torch.compile'd function of that name or qualname may recompile at most "
     "n times. Stackable; always enforced, with or without --recompile-budget.",
     f"{ALLOW_RECOMPILES}: opt this test out of the default budget of --recompile-budget / "
     "recompile_budget (max_recompiles markers on it still apply).",
+    f"{EXPECT_GUARDS_FORM}: every recompile of this test must be triggered by failing guards of "
+    "these kinds (TENSOR_MATCH, EQUALS_MATCH, GLOBAL_STATE, ...); another kind fails the test.",
+    f"{FORBID_GUARDS_FORM}: compiled code in this test may not install guards of these kinds on "
+    "the test's own values (e.g. EQUALS_MATCH on a Python int argument), recompile or not.",
+    f"{FULLGRAPH}: fullgraph semantics for this test without editing its torch.compile calls: "
+    "a graph break fails the test at the break, with its reason.",
+    f"{MAX_GRAPH_BREAKS_FORM}: this test's compiled code may have at most n distinct graph breaks.",
 )
 
 MODES = ("fail-fast", "at-end", "report-only")
@@ -46,6 +70,13 @@ class Budget:
     total_source: str = ""
     per_function: Mapping[str, tuple[int, str]] = field(default_factory=dict)
     total_counts_named: bool = False
+    expect: frozenset[str] | None = None  # kinds allowed to trigger a recompile; None: any
+    expect_source: str = ""
+    forbid: frozenset[str] = frozenset()  # kinds that may not be installed on user values
+    forbid_source: str = ""
+    fullgraph: str | None = None  # where fullgraph semantics came from; None: off
+    max_graph_breaks: int | None = None
+    graph_breaks_source: str = ""
 
     def for_function(self, name: str, qualname: str) -> tuple[int, str] | None:
         found = self.per_function.get(qualname)
@@ -56,6 +87,14 @@ class Budget:
         if self.total is not None:
             parts.append(f"{self.total} in total ({self.total_source})")
         parts += [f"{n} for {fn} ({src})" for fn, (n, src) in self.per_function.items()]
+        if self.expect is not None:
+            parts.append(f"recompiles by {', '.join(sorted(self.expect))} only")
+        if self.forbid:
+            parts.append(f"no {', '.join(sorted(self.forbid))} guards")
+        if self.fullgraph:
+            parts.append("fullgraph")
+        if self.max_graph_breaks is not None:
+            parts.append(f"at most {self.max_graph_breaks} graph breaks")
         return "; ".join(parts) or "no cap"
 
 
@@ -104,39 +143,105 @@ def _parse_max_recompiles(mark: MarkLike, where: str) -> tuple[int, str | None]:
     return count, function
 
 
+def _kinds(marks: Iterable[MarkLike], form: str, where: str) -> tuple[frozenset[str], str]:
+    """The union of the kinds named by stacked markers (aliases normalised)."""
+    kinds: set[str] = set()
+    named: list[str] = []
+    for mark in marks:
+        if mark.kwargs or not mark.args:
+            raise BudgetError(
+                f"{where}: takes guard kinds as positional strings only; "
+                f"accepted form is @pytest.mark.{form}"
+            )
+        for arg in mark.args:
+            try:
+                kinds.add(check_kind(arg, where))
+            except UnknownKind as exc:
+                raise BudgetError(str(exc)) from None
+            named.append(repr(arg))
+    name = form.split("(", 1)[0]
+    return frozenset(kinds), f"@{name}({', '.join(named)})" if named else ""
+
+
+def _no_args(marks: Iterable[MarkLike], name: str, where: str) -> bool:
+    found = False
+    for mark in marks:
+        if mark.args or mark.kwargs:
+            raise BudgetError(f"@pytest.mark.{name} on {where} takes no arguments")
+        found = True
+    return found
+
+
 def budget_from_marks(
-    max_marks: Iterable[MarkLike],
-    allow_marks: Iterable[MarkLike],
+    marks: Mapping[str, Iterable[MarkLike]],
     default: int | None,
     default_source: str,
     where: str,
+    *,
+    fullgraph_default: str | None = None,
 ) -> Budget | None:
-    """The budget of one test, or None when the test is not gated.
+    """The rules of one test, or None when the test is not gated.
 
-    ``max_marks`` come closest first (pytest's ``iter_markers`` order): the closest marker
-    wins for the total and for each function.
+    ``marks`` maps each marker name to its marks, closest first (pytest's ``iter_markers``
+    order): the closest marker wins for a count; guard kinds of stacked markers add up.
     """
     total: tuple[int, str] | None = None
     per_function: dict[str, tuple[int, str]] = {}
-    for mark in max_marks:
+    for mark in marks.get(MAX_RECOMPILES, ()):
         count, function = _parse_max_recompiles(mark, f"@pytest.mark.{MAX_RECOMPILES} on {where}")
         if function is None:
             total = total or (count, f"@{MAX_RECOMPILES}({count})")
         else:
             source = f"@{MAX_RECOMPILES}({count}, function={function!r})"
             per_function.setdefault(function, (count, source))
-    allowed = False
-    for mark in allow_marks:
-        if mark.args or mark.kwargs:
+    try:
+        allowed = _no_args(marks.get(ALLOW_RECOMPILES, ()), ALLOW_RECOMPILES, where)
+    except BudgetError as exc:
+        raise BudgetError(
+            f"{exc}; use @pytest.mark.{MAX_RECOMPILES_FORM} to set a budget"
+        ) from None
+    expect_marks = list(marks.get(EXPECT_GUARDS, ()))
+    expect, expect_source = _kinds(
+        expect_marks, EXPECT_GUARDS_FORM, f"@pytest.mark.{EXPECT_GUARDS} on {where}"
+    )
+    forbid, forbid_source = _kinds(
+        marks.get(FORBID_GUARDS, ()), FORBID_GUARDS_FORM, f"@pytest.mark.{FORBID_GUARDS} on {where}"
+    )
+    fullgraph = (
+        f"@pytest.mark.{FULLGRAPH}"
+        if _no_args(marks.get(FULLGRAPH, ()), FULLGRAPH, where)
+        else None
+    )
+    breaks: int | None = None
+    breaks_source = ""
+    for mark in marks.get(MAX_GRAPH_BREAKS, ()):
+        label = f"@pytest.mark.{MAX_GRAPH_BREAKS} on {where}"
+        if mark.kwargs or len(mark.args) != 1:
             raise BudgetError(
-                f"@pytest.mark.{ALLOW_RECOMPILES} on {where} takes no arguments; "
-                f"use @pytest.mark.{MAX_RECOMPILES_FORM} to set a budget"
+                f"{label}: expected exactly one count; accepted form is "
+                f"@pytest.mark.{MAX_GRAPH_BREAKS_FORM}"
             )
-        allowed = True
+        count = check_count(mark.args[0], label)
+        if breaks is None:
+            breaks, breaks_source = count, f"@{MAX_GRAPH_BREAKS}({count})"
+    rules: dict[str, Any] = {
+        "per_function": per_function,
+        "expect": expect if expect_marks else None,
+        "expect_source": expect_source,
+        "forbid": forbid,
+        "forbid_source": forbid_source,
+        "fullgraph": fullgraph,
+        "max_graph_breaks": breaks,
+        "graph_breaks_source": breaks_source,
+    }
     if total is not None:
-        return Budget(total[0], total[1], per_function, total_counts_named=True)
-    if default is not None and not allowed:
-        return Budget(default, default_source, per_function)
-    if per_function:
-        return Budget(None, "", per_function)
-    return None
+        budget = Budget(total[0], total[1], total_counts_named=True, **rules)
+    elif default is not None and not allowed:
+        budget = Budget(default, default_source, **rules)
+    elif per_function or expect_marks or forbid or fullgraph or breaks is not None:
+        budget = Budget(None, "", **rules)
+    else:
+        return None
+    if fullgraph_default and budget.fullgraph is None:
+        budget = replace(budget, fullgraph=fullgraph_default)
+    return budget

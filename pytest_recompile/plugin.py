@@ -16,16 +16,22 @@ import pytest
 
 from . import _torch
 from .markers import (
-    ALLOW_RECOMPILES,
     MARKER_LINES,
-    MAX_RECOMPILES,
+    MARKERS,
     MODES,
     Budget,
     BudgetError,
     budget_from_marks,
     parse_count_text,
 )
-from .report import PREFIX, call_site, failure_message, summarize_test, summary_lines
+from .report import (
+    PREFIX,
+    call_site,
+    failure_message,
+    fullgraph_message,
+    summarize_test,
+    summary_lines,
+)
 from .tracker import RecompileBudgetExceeded, RecompileTracker
 
 SETTINGS_KEY = pytest.StashKey["Settings"]()
@@ -41,6 +47,7 @@ class Settings:
     default_source: str
     mode: str
     keep_caches: bool
+    fullgraph: str | None  # "--recompile-fullgraph" when every gated test gets fullgraph
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -63,13 +70,19 @@ class Settings:
         keep = bool(
             config.getoption("recompile_keep_caches") or config.getini("recompile_keep_caches")
         )
-        return cls(default, source, mode, keep)
+        fullgraph = None
+        if config.getoption("recompile_fullgraph"):
+            fullgraph = "--recompile-fullgraph"
+        elif config.getini("recompile_fullgraph"):
+            fullgraph = "recompile_fullgraph (ini)"
+        return cls(default, source, mode, keep, fullgraph)
 
     def header(self) -> str:
         caches = "kept across tests" if self.keep_caches else "reset before each gated test"
+        fullgraph = ", fullgraph" if self.fullgraph else ""
         return (
             f"recompile gate: active, default budget {self.default} ({self.default_source}), "
-            f"mode {self.mode}, compile caches {caches}"
+            f"mode {self.mode}, compile caches {caches}{fullgraph}"
         )
 
 
@@ -118,6 +131,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "recompile_keep_caches", "like --recompile-keep-caches", type="bool", default=False
     )
+    group.addoption(
+        "--recompile-fullgraph",
+        action="store_true",
+        default=None,
+        dest="recompile_fullgraph",
+        help="fullgraph semantics for every gated test: a graph break fails the test at the "
+        "break, without editing its torch.compile calls.",
+    )
+    parser.addini("recompile_fullgraph", "like --recompile-fullgraph", type="bool", default=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -146,11 +168,11 @@ def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
     for item in items:
         try:
             budget = budget_from_marks(
-                item.iter_markers(MAX_RECOMPILES),
-                item.iter_markers(ALLOW_RECOMPILES),
+                {name: list(item.iter_markers(name)) for name in MARKERS},
                 settings.default,
                 settings.default_source,
                 item.nodeid,
+                fullgraph_default=settings.fullgraph,
             )
         except BudgetError as exc:
             errors.append(f"{PREFIX} {exc}")
@@ -222,9 +244,13 @@ class Gate:
             result = yield
         except RecompileBudgetExceeded as exc:
             stopped = exc
-        except BaseException:
-            # The test's own failure wins; what the gate saw goes into a report section.
+        except BaseException as exc:
             tracker.stop()
+            fullgraph = tracker.budget.fullgraph if tracker.budget is not None else None
+            broke = _torch.graph_break_error(exc) if fullgraph else None
+            if fullgraph and broke is not None:
+                pytest.fail(fullgraph_message(broke, fullgraph), pytrace=False)
+            # The test's own failure wins; what the gate saw goes into a report section.
             found = tracker.violations()
             if found:
                 item.add_report_section(

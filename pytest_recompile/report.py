@@ -6,6 +6,7 @@ import os
 from types import TracebackType
 from typing import Any
 
+from .guards import GraphBreak, hint_for
 from .markers import Budget
 from .tracker import FunctionRecord, Recompile, Violation
 
@@ -33,33 +34,57 @@ def plural(count: int, word: str) -> str:
 
 
 def violation_line(v: Violation) -> str:
+    fn = v.function.qualname if v.function is not None else "?"
     if v.kind == "limit":
-        assert v.function is not None
-        return f"{PREFIX} '{v.function.qualname}' hit {v.source} and {EAGER_FALLBACK}: {LIMIT_FIX}"
+        return f"{PREFIX} '{fn}' hit {v.source} and {EAGER_FALLBACK}: {LIMIT_FIX}"
     if v.kind == "function":
-        assert v.function is not None
         return (
-            f"{PREFIX} '{v.function.qualname}' recompiled {plural(v.used, 'time')}, "
-            f"budget {v.allowed} ({v.source})"
+            f"{PREFIX} '{fn}' recompiled {plural(v.used, 'time')}, budget {v.allowed} ({v.source})"
         )
+    if v.kind == "unexpected":
+        kinds = ", ".join(sorted({r.kind for r in v.items}))
+        return (
+            f"{PREFIX} '{fn}' recompiled because of {kinds}, not a kind this test expects "
+            f"({v.source}): {v.items[0].text}"
+        )
+    if v.kind == "forbidden":
+        kinds = ", ".join(sorted({g.kind for g in v.items}))
+        return (
+            f"{PREFIX} '{fn}' installed {plural(v.used, 'forbidden guard')} of kind {kinds} "
+            f"({v.source}): {v.items[0].text}"
+        )
+    if v.kind == "graph_breaks":
+        return f"{PREFIX} {plural(v.used, 'graph break')}, budget {v.allowed} ({v.source})"
+    if v.kind == "fullgraph":
+        return f"{PREFIX} graph break under fullgraph ({v.source}): {v.items[0].reason}"
     return f"{PREFIX} {plural(v.used, 'recompile')}, budget {v.allowed} ({v.source})"
 
 
 def recompile_line(index: int, recompile: Recompile) -> list[str]:
-    first, *others = recompile.reasons or ()
-    text = first.text if first is not None else "(torch gave no reason)"
     entry = f" [{recompile.compile_id}]"
     resume = " (graph-break resume frame)" if recompile.resume else ""
     tail = f"   <- {STOPPED}" if recompile.stopped else ""
-    lines = [f"    recompile {index}{entry}{resume}: {text}{tail}"]
+    if not recompile.reasons:
+        return [f"    recompile {index}{entry}{resume}: (torch gave no reason){tail}"]
+    first, *others = recompile.reasons
+    lines = [f"    recompile {index}{entry}{resume} {first.label}: {first.text}{tail}"]
     if others:
         older = others[0]
         more = f" and {len(others) - 1} more" if len(others) > 1 else ""
-        lines.append(f"      also rejected by {older.entry or '?'}: {older.text}{more}")
+        lines.append(
+            f"      also rejected by {older.entry or '?'} {older.label}: {older.text}{more}"
+        )
     return lines
 
 
-def function_block(record: FunctionRecord, root: str | None = None) -> list[str]:
+def fix_lines(pairs: list[tuple[str, str]]) -> list[str]:
+    """One ``fix`` line per distinct (kind label, hint)."""
+    return [f"    fix {label}: {hint}" for label, hint in dict.fromkeys(pairs)]
+
+
+def function_block(
+    record: FunctionRecord, violations: list[Violation], root: str | None = None
+) -> list[str]:
     seconds = record.recompile_seconds
     cost = f", {seconds:.3f} s spent recompiling" if seconds else ""
     lines = [
@@ -67,17 +92,46 @@ def function_block(record: FunctionRecord, root: str | None = None) -> list[str]
         f"    cache entries: {record.cache_entries}, compiles: {record.compiles}, "
         f"recompiles: {record.recompile_count}{cost}",
     ]
+    fixes: list[tuple[str, str]] = []
     for index, recompile in enumerate(record.recompiles, 1):
         lines += recompile_line(index, recompile)
+        fixes += [(r.label, r.hint) for r in recompile.reasons[:1]]
+    for v in violations:
+        if v.function is record and v.kind == "unexpected":
+            fixes += [(r.label, r.hint) for r in v.items]
+        if v.function is record and v.kind == "forbidden":
+            for guard in v.items:
+                lines.append(
+                    f"    forbidden guard [{guard.entry}] {guard.kind} on {guard.source}: "
+                    f"{guard.text}"
+                )
+                fixes.append((guard.kind, hint_for(guard.kind, None, guard.source, guard.text)))
     if record.limit:
         lines.append(
             f"    hit {record.limit} {plural(record.limit_hits, 'time')}: {EAGER_FALLBACK}"
         )
+    return lines + fix_lines(fixes)
+
+
+def break_lines(
+    breaks: tuple[GraphBreak, ...] | list[GraphBreak], root: str | None = None
+) -> list[str]:
+    lines = []
+    for index, found in enumerate(breaks, 1):
+        lines.append(
+            f"  graph break {index} at {where(found.filename, found.lineno, root)} "
+            f"in {found.function}: {found.reason}"
+        )
+        if found.line:
+            lines.append(f"      {found.line}")
+        if found.hint:
+            lines.append(f"    fix: {found.hint}")
     return lines
 
 
-def offenders(records: list[FunctionRecord]) -> list[FunctionRecord]:
-    bad = [r for r in records if r.recompiles or r.limit]
+def offenders(records: list[FunctionRecord], violations: list[Violation]) -> list[FunctionRecord]:
+    named = {id(v.function) for v in violations if v.function is not None}
+    bad = [r for r in records if r.recompiles or r.limit or id(r) in named]
     return sorted(bad, key=lambda r: (not r.limit, -r.recompile_count))
 
 
@@ -90,12 +144,20 @@ def failure_message(
     root: str | None = None,
 ) -> str:
     lines = [violation_line(v) for v in violations]
-    for record in offenders(records):
-        lines += function_block(record, root)
+    for record in offenders(records, violations):
+        lines += function_block(record, violations, root)
+    for v in violations:
+        if v.kind in ("graph_breaks", "fullgraph"):
+            lines += break_lines(v.items, root)
     if stopped:
         at = f" at {site}" if site else ""
         lines.append(f"  fail-fast: stopped{at}, before that recompile ran")
     return "\n".join(lines)
+
+
+def fullgraph_message(found: GraphBreak, source: str, root: str | None = None) -> str:
+    """The message of a test stopped by a graph break under fullgraph semantics."""
+    return failure_message([], [Violation("fullgraph", 1, 0, source, items=(found,))], root=root)
 
 
 def summarize_test(

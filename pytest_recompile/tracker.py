@@ -12,17 +12,26 @@ Plain Python: usable in a script or notebook as well as from the pytest plugin::
 from __future__ import annotations
 
 import threading
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from types import CodeType, TracebackType
 from typing import Any, Literal
 
 from . import _torch
-from .guards import Reason, parse_reason
+from .guards import (
+    GraphBreak,
+    InstalledGuard,
+    Reason,
+    distinct_breaks,
+    installed_guard,
+    parse_reason,
+)
 from .markers import MODES, Budget, check_count
 
 
 class RecompileBudgetExceeded(AssertionError):
-    """A recompile went over budget, or a function fell back to eager at recompile_limit."""
+    """A test broke its rules: a recompile over budget or of an unexpected guard kind, a
+    forbidden guard, too many graph breaks, or a fall-back to eager at recompile_limit."""
 
     def __init__(
         self, records: list[FunctionRecord], violations: list[Violation], *, stopped: bool
@@ -67,6 +76,7 @@ class FunctionRecord:
     compile_seconds: float = 0.0
     limit: str | None = None  # "recompile_limit (8)" once torch gave up and ran it eagerly
     limit_hits: int = 0
+    guards: list[InstalledGuard] | None = None  # installed guards, once inventoried
 
     @property
     def recompile_count(self) -> int:
@@ -88,19 +98,37 @@ class FunctionRecord:
             "compile_seconds": round(self.compile_seconds, 6),
             "recompile_seconds": round(self.recompile_seconds, 6),
             "recompile_limit": self.limit,
+            "guards": [g.to_dict() for g in self.guards] if self.guards is not None else None,
         }
+
+
+ViolationKind = Literal[
+    "total", "function", "limit", "unexpected", "forbidden", "graph_breaks", "fullgraph"
+]
 
 
 @dataclass(frozen=True)
 class Violation:
-    kind: Literal["total", "function", "limit"]
+    kind: ViolationKind
     used: int
     allowed: int | None
     source: str
     function: FunctionRecord | None = None
+    items: tuple[Any, ...] = ()  # the offending Reasons, InstalledGuards or GraphBreaks
 
 
-def judge(records: list[FunctionRecord], budget: Budget | None) -> list[Violation]:
+def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ...]:
+    """The reasons of a recompile whose kind ``expect_guards`` does not allow."""
+    if budget.expect is None:
+        return ()
+    return tuple(r for r in recompile.reasons if r.kind not in budget.expect)
+
+
+def judge(
+    records: list[FunctionRecord],
+    budget: Budget | None,
+    graph_breaks: list[GraphBreak] | None = None,
+) -> list[Violation]:
     """Every way ``records`` break ``budget``; a recompile_limit hit always does."""
     found = [Violation("limit", r.recompile_count, None, r.limit, r) for r in records if r.limit]
     if budget is None:
@@ -112,8 +140,25 @@ def judge(records: list[FunctionRecord], budget: Budget | None) -> list[Violatio
             found.append(Violation("function", record.recompile_count, own[0], own[1], record))
         if own is None or budget.total_counts_named:
             counted += record.recompile_count
+        odd = tuple(r for rc in record.recompiles for r in unexpected_reasons(rc, budget))
+        if odd:
+            found.append(Violation("unexpected", len(odd), 0, budget.expect_source, record, odd))
+        bad = tuple(g for g in record.guards or () if g.kind in budget.forbid and not g.framework)
+        if bad:
+            found.append(Violation("forbidden", len(bad), 0, budget.forbid_source, record, bad))
     if budget.total is not None and counted > budget.total:
         found.append(Violation("total", counted, budget.total, budget.total_source))
+    breaks = distinct_breaks(graph_breaks or [])
+    if budget.max_graph_breaks is not None and len(breaks) > budget.max_graph_breaks:
+        found.append(
+            Violation(
+                "graph_breaks",
+                len(breaks),
+                budget.max_graph_breaks,
+                budget.graph_breaks_source,
+                items=tuple(breaks),
+            )
+        )
     return found
 
 
@@ -146,15 +191,16 @@ class RecompileTracker:
         self.mode = mode
         self.reset = reset
         self.torch_version: str | None = None
+        self.graph_breaks: list[GraphBreak] = []  # distinct break sites seen in the block
         self._records: dict[CodeType, FunctionRecord] = {}
         # (code object, user function) pairs compiled inside this block: a torch module
         # compiled with torch.compile shares torch's wrapper code with every other one.
         self._compiled: set[tuple[CodeType, CodeType]] = set()
         self._owner: dict[str, FunctionRecord] = {}  # compile id -> function
         self._lock = threading.Lock()
-        self._remove_hook: Any = None
-        self._seconds_cm: Any = None
-        self._seconds: dict[str, float] | None = None
+        self._stack = ExitStack()
+        self._seconds: dict[str, float] = {}
+        self._breaks_mark = 0
         self.active = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -163,13 +209,13 @@ class RecompileTracker:
         self.torch_version = _torch.check_torch()
         if self.reset:
             _torch.reset_caches()
-        self._seconds_cm = _torch.compile_seconds()
-        self._seconds = self._seconds_cm.__enter__()
-        try:
-            self._remove_hook = _torch.install_compile_hook(self._on_compile)
-        except BaseException:
-            self._seconds_cm.__exit__(None, None, None)
-            raise
+        with ExitStack() as stack:
+            self._seconds = stack.enter_context(_torch.compile_seconds())
+            self._breaks_mark = _torch.graph_break_count()
+            if self.budget is not None and self.budget.fullgraph:
+                stack.enter_context(_torch.error_on_graph_break())
+            stack.callback(_torch.install_compile_hook(self._on_compile))
+            self._stack = stack.pop_all()
         self.active = True
         return self
 
@@ -189,9 +235,8 @@ class RecompileTracker:
             return
         self.active = False
         try:
-            self._remove_hook()
+            self._stack.close()
         finally:
-            self._seconds_cm.__exit__(None, None, None)
             self._refresh()
 
     # -- events -------------------------------------------------------------------------------
@@ -207,15 +252,22 @@ class RecompileTracker:
             elif (event.code, event.function) in self._compiled and event.is_recompile:
                 recompile = Recompile(
                     compile_id=event.compile_id,
-                    reasons=tuple(parse_reason(r) for r in event.reasons),
+                    reasons=tuple(
+                        parse_reason(raw, leaf)
+                        for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
+                    ),
                     resume=event.code is not event.function,
                 )
                 record.recompiles.append(recompile)
             else:
                 record.compiles += 1
             self._compiled.add((event.code, event.function))
-            violations = []
-            if self.mode == "fail-fast" and (recompile is not None or event.limit is not None):
+            violations: list[Violation] = []
+            if self.mode == "fail-fast" and (
+                recompile is not None or event.limit is not None or self._forbids
+            ):
+                if self._forbids:
+                    self._inventory(record)
                 violations = [
                     v
                     for v in judge(self.records, self.budget)
@@ -228,6 +280,21 @@ class RecompileTracker:
                 recompile.stopped = True
             self._refresh()
         raise RecompileBudgetExceeded(self.records, violations, stopped=True)
+
+    @property
+    def _forbids(self) -> bool:
+        return self.budget is not None and bool(self.budget.forbid)
+
+    def _inventory(self, record: FunctionRecord) -> None:
+        """Read the guards installed on ``record``'s cache entries (a guard-tree walk)."""
+        record.guards = [
+            installed_guard(
+                leaf.torch_kind, leaf.source, list(leaf.code_parts), entry, leaf.under_module
+            )
+            for code, function in sorted(self._compiled, key=lambda pair: pair[0].co_name)
+            if self._records[function] is record
+            for entry, leaf in _torch.installed(code)
+        ]
 
     def _record_for(self, event: _torch.CompileEvent) -> FunctionRecord:
         fn = event.function
@@ -244,14 +311,17 @@ class RecompileTracker:
         return record
 
     def _refresh(self) -> None:
-        """Fill in cache-entry counts and, once stopped, compile seconds."""
+        """Fill in cache entries, graph breaks, guards if forbidden, and compile seconds."""
         entries: dict[int, int] = {}
         for code, function in self._compiled:
             record = self._records[function]
             entries[id(record)] = entries.get(id(record), 0) + _torch.cache_entries(code)
         for record in self._records.values():
             record.cache_entries = entries.get(id(record), 0)
-        if not self._seconds:
+            if self._forbids:
+                self._inventory(record)
+        self.graph_breaks = distinct_breaks(_torch.graph_breaks_since(self._breaks_mark))
+        if self.active or not self._seconds:
             return
         for record in self._records.values():
             record.compile_seconds = 0.0
@@ -274,10 +344,24 @@ class RecompileTracker:
     def total_recompiles(self) -> int:
         return sum(r.recompile_count for r in self._records.values())
 
+    def installed_guards(self, *, framework: bool = False) -> dict[str, list[InstalledGuard]]:
+        """The guards installed on each function's cache entries, by qualname.
+
+        Only guards on the block's own values unless ``framework=True``; reads the guard
+        trees, so ask only when needed.
+        """
+        result = {}
+        for record in self._records.values():
+            self._inventory(record)
+            result[record.qualname] = [
+                g for g in record.guards or () if framework or not g.framework
+            ]
+        return result
+
     def violations(self) -> list[Violation]:
         if self.active:
             self._refresh()
-        return judge(self.records, self.budget)
+        return judge(self.records, self.budget, self.graph_breaks)
 
     def check(self) -> None:
         """Raise RecompileBudgetExceeded if the block broke its budget."""

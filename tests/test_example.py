@@ -22,7 +22,7 @@ def test_example_catches_the_step_counter_and_passes_the_fix(pytester: pytest.Py
             "*_ test_train_with_python_step_counter _*",
             esc(f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)"),
             "  warmup_loss  examples/tinytrainer/train.py:*",
-            esc(f"    recompile 1 [0/1]: G['global_step'] == 0   <- {STOPPED}"),
+            esc(f"    recompile 1 [0/1] EQUALS_MATCH: G['global_step'] == 0   <- {STOPPED}"),
             "FAILED examples/test_tinytrainer.py::test_train_with_python_step_counter - *",
         ]
     )

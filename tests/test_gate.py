@@ -36,7 +36,8 @@ def test_step():
             f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)",
             "  f  test_it.py:*",
             "    cache entries: 1, compiles: 1, recompiles: 1",
-            esc(f"    recompile 1 [0/1]: G['step'] == 0   <- {STOPPED}"),
+            esc(f"    recompile 1 [0/1] EQUALS_MATCH: G['step'] == 0   <- {STOPPED}"),
+            "    fix EQUALS_MATCH: a Python value is baked into the graph as a constant: *",
             "  fail-fast: stopped at test_it.py:* in test_step, before that recompile ran",
         ]
     )
@@ -56,7 +57,7 @@ def test_n():
         "--recompile-budget=0",
     )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([esc("    recompile 1 [0/1]: n == 2   <- ") + "*"])
+    result.stdout.fnmatch_lines([esc("    recompile 1 [0/1] EQUALS_MATCH: n == 2   <- ") + "*"])
 
 
 SHAPES = (
@@ -454,7 +455,7 @@ def test_break():
             "  broken  test_it.py:*",
             "    cache entries: 3, compiles: 3, recompiles: 2*",
             "*recompile 1 *: tensor 'x' rank mismatch*",
-            "*recompile 2 * (graph-break resume frame): tensor 'y' rank mismatch*",
+            "*recompile 2 * (graph-break resume frame) TENSOR_MATCH(rank): tensor 'y' rank mismatch*",
         ]
     )
 

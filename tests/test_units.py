@@ -26,8 +26,11 @@ class Mark:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def budget(*marks: Mark, allow: bool = False, default: int | None = None) -> Budget | None:
-    return budget_from_marks(marks, [Mark()] if allow else [], default, "--recompile-budget", "t")
+def budget(
+    *marks: Mark, allow: bool = False, default: int | None = None, **more: list[Mark]
+) -> Budget | None:
+    found = {"max_recompiles": list(marks), "allow_recompiles": [Mark()] if allow else [], **more}
+    return budget_from_marks(found, default, "--recompile-budget", "t")
 
 
 @pytest.mark.parametrize("value", [0, 1, 7])
@@ -101,7 +104,7 @@ def test_n_keyword_is_accepted() -> None:
 
 def test_allow_recompiles_takes_no_arguments() -> None:
     with pytest.raises(BudgetError, match="takes no arguments"):
-        budget_from_marks([], [Mark((1,))], 0, "src", "t")
+        budget_from_marks({"allow_recompiles": [Mark((1,))]}, 0, "src", "t")
 
 
 RAW = (
