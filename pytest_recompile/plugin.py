@@ -28,7 +28,6 @@ from .report import (
     PREFIX,
     call_site,
     failure_message,
-    fullgraph_message,
     summarize_test,
     summary_lines,
 )
@@ -240,27 +239,27 @@ class Gate:
         if tracker is None:
             return (yield)
         stopped: RecompileBudgetExceeded | None = None
+        broke = None
         try:
             result = yield
         except RecompileBudgetExceeded as exc:
             stopped = exc
         except BaseException as exc:
             tracker.stop()
-            fullgraph = tracker.budget.fullgraph if tracker.budget is not None else None
-            broke = _torch.graph_break_error(exc) if fullgraph else None
-            if fullgraph and broke is not None:
-                pytest.fail(fullgraph_message(broke, fullgraph), pytrace=False)
-            # The test's own failure wins; what the gate saw goes into a report section.
-            found = tracker.violations()
-            if found:
-                item.add_report_section(
-                    "call", "recompile", failure_message(tracker.records, found)
-                )
-            raise
+            broke = tracker.note_exception(exc)
+            if broke is None:
+                # The test's own failure wins; what the gate saw goes into a report section.
+                found = tracker.violations()
+                if found:
+                    message = failure_message(tracker.records, found)
+                    item.add_report_section("call", "recompile", message)
+                raise
         tracker.stop()
         if stopped is not None:
             _fail(stopped)
         found = tracker.violations()
+        if broke is not None:  # failed outside the except block: no chained torch traceback
+            pytest.fail(failure_message(tracker.records, found), pytrace=False)
         if found and self.settings.mode != "report-only":
             pytest.fail(failure_message(tracker.records, found), pytrace=False)
         return result

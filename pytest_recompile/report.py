@@ -155,11 +155,6 @@ def failure_message(
     return "\n".join(lines)
 
 
-def fullgraph_message(found: GraphBreak, source: str, root: str | None = None) -> str:
-    """The message of a test stopped by a graph break under fullgraph semantics."""
-    return failure_message([], [Violation("fullgraph", 1, 0, source, items=(found,))], root=root)
-
-
 def summarize_test(
     records: list[FunctionRecord], budget: Budget | None, violations: list[Violation]
 ) -> dict[str, Any]:
@@ -180,7 +175,7 @@ def summarize_test(
 
 
 def summary_lines(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """Lines for the terminal summary: one per test over budget or with a limit hit."""
+    """Lines for the terminal summary: one per test that broke the gate, then a total."""
     lines = []
     failing = [(nodeid, data) for nodeid, data in results if data["violations"]]
     for nodeid, data in failing:
@@ -191,7 +186,7 @@ def summary_lines(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
     limit = sum(1 for _, data in results if data["limit_hit"])
     lines.append(
         f"{plural(len(results), 'gated test')}, {plural(total, 'recompile')}; "
-        f"{len(failing)} over budget, {limit} hit recompile_limit"
+        f"{len(failing)} broke the gate, {limit} hit recompile_limit"
     )
     return lines
 

@@ -192,6 +192,7 @@ class RecompileTracker:
         self.reset = reset
         self.torch_version: str | None = None
         self.graph_breaks: list[GraphBreak] = []  # distinct break sites seen in the block
+        self.fullgraph_break: GraphBreak | None = None  # the break that stopped a fullgraph block
         self._records: dict[CodeType, FunctionRecord] = {}
         # (code object, user function) pairs compiled inside this block: a torch module
         # compiled with torch.compile shares torch's wrapper code with every other one.
@@ -226,8 +227,16 @@ class RecompileTracker:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-        if exc_type is None and self.mode == "at-end":
+        if exc is not None:
+            self.note_exception(exc)
+        elif self.mode == "at-end":
             self.check()
+
+    def note_exception(self, exc: BaseException) -> GraphBreak | None:
+        """Record ``exc`` if it is torch stopping at a graph break under fullgraph."""
+        if self.budget is not None and self.budget.fullgraph:
+            self.fullgraph_break = _torch.graph_break_error(exc) or self.fullgraph_break
+        return self.fullgraph_break
 
     def stop(self) -> None:
         """Stop recording and restore what was changed; safe to call twice."""
@@ -361,7 +370,11 @@ class RecompileTracker:
     def violations(self) -> list[Violation]:
         if self.active:
             self._refresh()
-        return judge(self.records, self.budget, self.graph_breaks)
+        found = judge(self.records, self.budget, self.graph_breaks)
+        if self.fullgraph_break is not None and self.budget is not None:
+            source = self.budget.fullgraph or ""
+            found.append(Violation("fullgraph", 1, 0, source, items=(self.fullgraph_break,)))
+        return found
 
     def check(self) -> None:
         """Raise RecompileBudgetExceeded if the block broke its budget."""

@@ -188,5 +188,5 @@ def test_limit_message_and_summary() -> None:
     )
     assert lines == [
         "t.py::a: x; recompiles cost 1.50 s",
-        "2 gated tests, 7 recompiles; 1 over budget, 1 hit recompile_limit",
+        "2 gated tests, 7 recompiles; 1 broke the gate, 1 hit recompile_limit",
     ]
