@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from glob import escape as esc
+
 import pytest
 from snippets import DOUBLE
 
-from pytest_recompile.markers import MAX_RECOMPILES_FORM
+from pytest_recompile.markers import (
+    EXPECT_GUARDS_FORM,
+    FORBID_GUARDS_FORM,
+    MAX_GRAPH_BREAKS_FORM,
+    MAX_RECOMPILES_FORM,
+)
 from pytest_recompile.plugin import BARE_FLAG_HINT
 from pytest_recompile.report import PREFIX
 
@@ -27,9 +34,11 @@ def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
             "*--recompile-budget=[[]N[]]*",
             "*--recompile-mode=*",
             "*--recompile-keep-caches*",
+            "*--recompile-fullgraph*",
             "*recompile_budget (string)*",
             "*recompile_mode (string)*",
             "*recompile_keep_caches (bool)*",
+            "*recompile_fullgraph (bool)*",
         ]
     )
 
@@ -38,8 +47,12 @@ def test_markers_are_documented_with_signatures(pytester: pytest.Pytester) -> No
     result = pytester.runpytest("--markers")
     result.stdout.fnmatch_lines(
         [
-            f"@pytest.mark.{MAX_RECOMPILES_FORM.replace('[', '[[]')}: *",
+            f"@pytest.mark.{esc(MAX_RECOMPILES_FORM)}: *",
             "@pytest.mark.allow_recompiles: *",
+            f"@pytest.mark.{esc(EXPECT_GUARDS_FORM)}: *",
+            f"@pytest.mark.{esc(FORBID_GUARDS_FORM)}: *",
+            "@pytest.mark.fullgraph: *",
+            f"@pytest.mark.{esc(MAX_GRAPH_BREAKS_FORM)}: *",
         ]
     )
 
@@ -47,7 +60,9 @@ def test_markers_are_documented_with_signatures(pytester: pytest.Pytester) -> No
 def test_strict_markers_accepts_ours(run) -> None:
     result = run(
         RECOMPILES.replace("max_recompiles(0)", "max_recompiles(1)")
-        + "\n@pytest.mark.allow_recompiles\ndef test_other():\n    pass\n",
+        + "\n@pytest.mark.allow_recompiles\n@pytest.mark.expect_guards('ID_MATCH')\n"
+        "@pytest.mark.forbid_guards('TYPE_MATCH')\n@pytest.mark.fullgraph\n"
+        "@pytest.mark.max_graph_breaks(0)\ndef test_other():\n    pass\n",
         "--strict-markers",
     )
     result.assert_outcomes(passed=2)
