@@ -8,11 +8,14 @@ from __future__ import annotations
 from .guards import Reason
 from .markers import Budget, BudgetError
 from .tracker import (
+    CompiledWhileWarm,
     FunctionRecord,
     Recompile,
     RecompileBudgetExceeded,
+    RecompileGateError,
     RecompileTracker,
     Violation,
+    warm,
 )
 
 __version__ = "0.1.0"
@@ -20,11 +23,14 @@ __version__ = "0.1.0"
 __all__ = [
     "Budget",
     "BudgetError",
+    "CompiledWhileWarm",
     "FunctionRecord",
     "Reason",
     "Recompile",
     "RecompileBudgetExceeded",
+    "RecompileGateError",
     "RecompileTracker",
     "Violation",
     "__version__",
+    "warm",
 ]

@@ -368,6 +368,31 @@ def graph_break_error(exc: BaseException) -> GraphBreak | None:
     )
 
 
+# --- stance ------------------------------------------------------------------------------------
+
+STANCE_ERROR = "Detected recompile when torch.compile stance is 'fail_on_recompile'"
+
+
+@contextmanager
+def fail_on_recompile() -> Iterator[None]:
+    """torch.compiler.set_stance("fail_on_recompile") for the block; the old stance after it."""
+    import torch
+
+    with torch.compiler.set_stance("fail_on_recompile"):
+        yield
+
+
+def is_stance_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is torch refusing to compile under the fail_on_recompile stance."""
+    return isinstance(exc, RuntimeError) and str(exc).startswith(STANCE_ERROR)
+
+
+def current_stance() -> str:
+    import torch._dynamo.eval_frame as eval_frame
+
+    return str(eval_frame._stance.stance)
+
+
 # --- caches, metrics ------------------------------------------------------------------------
 
 
@@ -420,3 +445,14 @@ def metrics_capacity() -> int | None:
     import torch._dynamo.utils as dynamo_utils
 
     return dynamo_utils._compilation_metrics.maxlen
+
+
+@functools.cache
+def device_summary() -> str:
+    """What the compiled code runs on here: "cpu", or the CUDA devices by name."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "cpu"
+    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return "cuda: " + ", ".join(names)

@@ -179,11 +179,13 @@ def budget_from_marks(
     where: str,
     *,
     fullgraph_default: str | None = None,
+    baseline: tuple[int, str] | None = None,
 ) -> Budget | None:
     """The rules of one test, or None when the test is not gated.
 
     ``marks`` maps each marker name to its marks, closest first (pytest's ``iter_markers``
     order): the closest marker wins for a count; guard kinds of stacked markers add up.
+    ``baseline`` (count, source) is the test's recorded count: it replaces the default.
     """
     total: tuple[int, str] | None = None
     per_function: dict[str, tuple[int, str]] = {}
@@ -236,6 +238,8 @@ def budget_from_marks(
     }
     if total is not None:
         budget = Budget(total[0], total[1], total_counts_named=True, **rules)
+    elif baseline is not None and not allowed:
+        budget = Budget(baseline[0], baseline[1], **rules)
     elif default is not None and not allowed:
         budget = Budget(default, default_source, **rules)
     elif per_function or expect_marks or forbid or fullgraph or breaks is not None:

@@ -8,13 +8,24 @@ carries a ``max_recompiles`` marker; otherwise the plugin costs one pass over th
 from __future__ import annotations
 
 import argparse
-from collections.abc import Generator
+import os
+import platform
+import sys
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, NoReturn, Optional
 
 import pytest
 
-from . import _torch
+from . import __version__, _torch
+from .baseline import (
+    BaselineError,
+    baseline_document,
+    check_writable,
+    read_baseline,
+    write_json_atomic,
+)
 from .markers import (
     MARKER_LINES,
     MARKERS,
@@ -28,6 +39,7 @@ from .report import (
     PREFIX,
     call_site,
     failure_message,
+    report_document,
     summarize_test,
     summary_lines,
 )
@@ -36,6 +48,7 @@ from .tracker import RecompileBudgetExceeded, RecompileTracker
 SETTINGS_KEY = pytest.StashKey["Settings"]()
 BUDGET_KEY = pytest.StashKey[Optional[Budget]]()  # noqa: UP045 (evaluated at runtime)
 TRACKER_KEY = pytest.StashKey[RecompileTracker]()
+RESULTS_KEY = pytest.StashKey[dict[str, Any]]()
 
 BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
 
@@ -47,6 +60,10 @@ class Settings:
     mode: str
     keep_caches: bool
     fullgraph: str | None  # "--recompile-fullgraph" when every gated test gets fullgraph
+    report: str | None  # where the JSON report goes
+    baseline: str | None  # the baseline file
+    baseline_counts: dict[str, int]  # nodeid -> recompiles, read from the baseline
+    baseline_update: bool  # write the baseline from this run instead of comparing
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -74,7 +91,32 @@ class Settings:
             fullgraph = "--recompile-fullgraph"
         elif config.getini("recompile_fullgraph"):
             fullgraph = "recompile_fullgraph (ini)"
-        return cls(default, source, mode, keep, fullgraph)
+        report, report_from = _path_option(config, "report")
+        baseline, baseline_from = _path_option(config, "baseline")
+        update = bool(config.getoption("recompile_baseline_update"))
+        counts: dict[str, int] = {}
+        try:
+            if report is not None:
+                check_writable(report, f"{PREFIX} {report_from}")
+            if update:
+                if baseline is None:
+                    raise BaselineError(
+                        f"{PREFIX} --recompile-baseline-update needs --recompile-baseline=PATH "
+                        "(or the ini option recompile_baseline): where to write the baseline"
+                    )
+                check_writable(baseline, f"{PREFIX} {baseline_from}")
+                mode = "report-only"  # record every test's full count; fail none
+                if default is None:
+                    default, source = 0, "--recompile-baseline-update"
+            elif baseline is not None:
+                counts = read_baseline(baseline, f"{PREFIX} {baseline_from}")
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        return cls(default, source, mode, keep, fullgraph, report, baseline, counts, update)
+
+    @property
+    def writes_files(self) -> bool:
+        return self.report is not None or self.baseline is not None
 
     def header(self) -> str:
         caches = "kept across tests" if self.keep_caches else "reset before each gated test"
@@ -83,6 +125,17 @@ class Settings:
             f"recompile gate: active, default budget {self.default} ({self.default_source}), "
             f"mode {self.mode}, compile caches {caches}{fullgraph}"
         )
+
+
+def _path_option(config: pytest.Config, name: str) -> tuple[str | None, str]:
+    """A path from --recompile-NAME or, failing that, the ini option recompile_NAME."""
+    value = config.getoption(f"recompile_{name}")
+    if value:
+        return str(value), f"--recompile-{name}={value}"
+    ini = str(config.getini(f"recompile_{name}") or "").strip()
+    if ini:
+        return os.path.join(str(config.rootpath), ini), f"ini option recompile_{name}={ini}"
+    return None, ""
 
 
 def _budget_option(text: str) -> int:
@@ -139,6 +192,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "break, without editing its torch.compile calls.",
     )
     parser.addini("recompile_fullgraph", "like --recompile-fullgraph", type="bool", default=False)
+    group.addoption(
+        "--recompile-report",
+        default=None,
+        dest="recompile_report",
+        metavar="PATH",
+        help="write a JSON report of every gated test to PATH (schema: report.schema.json).",
+    )
+    parser.addini("recompile_report", "like --recompile-report (relative to rootdir)", default="")
+    group.addoption(
+        "--recompile-baseline",
+        default=None,
+        dest="recompile_baseline",
+        metavar="PATH",
+        help="compare each test with its recorded recompiles in PATH: above fails, below is "
+        "reported.",
+    )
+    parser.addini(
+        "recompile_baseline", "like --recompile-baseline (relative to rootdir)", default=""
+    )
+    group.addoption(
+        "--recompile-baseline-update",
+        action="store_true",
+        default=False,
+        dest="recompile_baseline_update",
+        help="run every test in report-only mode and write the baseline file from the counts "
+        "(only if the run passes).",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -156,8 +236,30 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         config.pluginmanager.register(MarkerScan(settings), "recompile-scan")
     xdist_controller = not worker and getattr(config.option, "dist", "no") != "no"
-    if not worker and (settings.default is not None or xdist_controller):
+    if not worker and (settings.default is not None or xdist_controller or settings.writes_files):
         config.pluginmanager.register(Summary(settings), "recompile-summary")
+
+
+@pytest.fixture
+def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
+    """This test's compiles: ``count()``, ``records``, ``record(name)``, ``reasons()``,
+    ``kinds()``, ``installed_guards()``, ``scoped(n)`` (a budget for a block) and ``warm()``
+    (a block in which any compile fails). In a gated test it is the gate's own tracker;
+    otherwise it records (report-only) from the moment the fixture is set up."""
+    tracker = request.node.stash.get(TRACKER_KEY, None)
+    if tracker is not None and tracker.active:
+        yield tracker
+        return
+    settings = request.config.stash[SETTINGS_KEY]
+    own = RecompileTracker(mode="report-only", reset=not settings.keep_caches)
+    try:
+        own.__enter__()
+    except _torch.TorchUnsupported as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield own
+    finally:
+        own.stop()
 
 
 def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
@@ -165,6 +267,7 @@ def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
     errors = []
     gated = False
     for item in items:
+        recorded = settings.baseline_counts.get(item.nodeid)
         try:
             budget = budget_from_marks(
                 {name: list(item.iter_markers(name)) for name in MARKERS},
@@ -172,6 +275,7 @@ def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
                 settings.default_source,
                 item.nodeid,
                 fullgraph_default=settings.fullgraph,
+                baseline=(recorded, "baseline") if recorded is not None else None,
             )
         except BudgetError as exc:
             errors.append(f"{PREFIX} {exc}")
@@ -270,10 +374,31 @@ class Gate:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         tracker = item.stash.get(TRACKER_KEY, None)
-        if tracker is not None and call.when == "call":
-            data = summarize_test(tracker.records, tracker.budget, tracker.violations())
-            report.recompile = data  # type: ignore[attr-defined]
+        if tracker is not None and (call.when == "call" or report.failed):
+            report.recompile = self.results(item, tracker)  # type: ignore[attr-defined]
         return report
+
+    def results(self, item: pytest.Item, tracker: RecompileTracker) -> dict[str, Any]:
+        """The test's results, once: they travel on its report (so under xdist too)."""
+        data = item.stash.get(RESULTS_KEY, None)
+        if data is None:
+            data = summarize_test(
+                tracker.records,
+                tracker.budget,
+                tracker.violations(),
+                tracker.graph_breaks,
+                baseline=self.settings.baseline_counts.get(item.nodeid),
+                device=_torch.device_summary(),
+            )
+            item.stash[RESULTS_KEY] = data
+            # JUnit XML writes the properties of the teardown report, made from these.
+            item.user_properties += [
+                ("recompiles", data["recompiles"]),
+                ("recompile_budget", data["budget"]),
+                ("recompile_worst", data["worst"] or ""),
+                ("recompile_seconds", data["recompile_seconds"]),
+            ]
+        return data
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -298,23 +423,71 @@ def _fail(stopped: RecompileBudgetExceeded) -> NoReturn:
 
 
 class Summary:
-    """Collects per-test results from reports (so it works under xdist) and prints them."""
+    """Collects per-test results from reports (so it works under xdist), prints the summary,
+    writes the JSON report and the baseline. Runs only where the session is controlled:
+    xdist workers never write files."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.results: list[tuple[str, dict[str, Any]]] = []
+        self.results: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.written: list[str] = []
+        self.errors: list[str] = []
 
     def pytest_report_header(self) -> list[str]:
         return [self.settings.header()] if self.settings.default is not None else []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "recompile", None)
-        if report.when == "call" and data is not None:
-            self.results.append((report.nodeid, data))
+        if data is not None:
+            outcome = "error" if report.when == "setup" else report.outcome
+            self.results[report.nodeid] = (outcome, data)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        settings = self.settings
+        try:
+            if settings.report is not None:
+                write_json_atomic(settings.report, self.report_document(session.config))
+                self.written.append(f"report written to {settings.report}")
+            if settings.baseline_update and settings.baseline is not None:
+                if exitstatus == pytest.ExitCode.OK:
+                    data = {nodeid: data for nodeid, (_, data) in self.results.items()}
+                    write_json_atomic(settings.baseline, baseline_document(data))
+                    self.written.append(f"baseline written to {settings.baseline}")
+                else:
+                    self.errors.append(
+                        f"{PREFIX} baseline {settings.baseline} NOT updated: the run did not "
+                        f"pass (exit status {int(exitstatus)}), so its counts may be incomplete"
+                    )
+        except (OSError, TypeError, ValueError) as exc:
+            self.errors.append(f"{PREFIX} could not write: {exc}")
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    def report_document(self, config: pytest.Config) -> dict[str, Any]:
+        settings = self.settings
+        environment = {
+            "pytest_recompile": __version__,
+            "pytest": pytest.__version__,
+            "torch": _torch.torch_version(),
+            "python": platform.python_version(),
+            "platform": sys.platform,
+        }
+        options = {
+            "default_budget": settings.default,
+            "mode": settings.mode,
+            "keep_caches": settings.keep_caches,
+            "fullgraph": settings.fullgraph is not None,
+            "baseline": settings.baseline,
+        }
+        results = [(nodeid, outcome, data) for nodeid, (outcome, data) in self.results.items()]
+        created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return report_document(results, environment, options, created)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.results:
+        if not (self.results or self.written or self.errors):
             return
         terminalreporter.write_sep("=", "recompile gate")
-        for line in summary_lines(self.results):
+        results = [(nodeid, data) for nodeid, (_, data) in self.results.items()]
+        for line in summary_lines(results) + self.written:
             terminalreporter.write_line(line)
+        for line in self.errors:
+            terminalreporter.write_line(line, red=True, bold=True)

@@ -6,7 +6,7 @@ import os
 from types import TracebackType
 from typing import Any
 
-from .guards import GraphBreak, hint_for
+from .guards import GraphBreak, hint_for, parse_reason
 from .markers import Budget
 from .tracker import FunctionRecord, Recompile, Violation
 
@@ -156,39 +156,108 @@ def failure_message(
 
 
 def summarize_test(
-    records: list[FunctionRecord], budget: Budget | None, violations: list[Violation]
+    records: list[FunctionRecord],
+    budget: Budget | None,
+    violations: list[Violation],
+    graph_breaks: list[GraphBreak],
+    *,
+    baseline: int | None = None,
+    device: str | None = None,
 ) -> dict[str, Any]:
-    """What the terminal summary needs of one test; JSON-serialisable (travels under xdist)."""
+    """One test's results, JSON-serialisable: it travels on the test report (and so under
+    pytest-xdist) to the terminal summary, the JSON report and the baseline."""
     worst = max(records, key=lambda r: r.recompile_count, default=None)
     return {
         "budget": budget.describe() if budget is not None else None,
+        "baseline": baseline,
         "recompiles": sum(r.recompile_count for r in records),
         "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
-        "violations": [violation_line(v)[len(PREFIX) + 1 :] for v in violations],
+        "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
+        "violations": [
+            {"kind": v.kind, "message": violation_line(v)[len(PREFIX) + 1 :]} for v in violations
+        ],
         "limit_hit": [r.qualname for r in records if r.limit],
         "worst": (
             f"{worst.qualname} ({worst.recompile_count})"
             if worst is not None and worst.recompile_count
             else None
         ),
+        "device": device,
+        "functions": [r.to_dict() for r in records],
+        "graph_breaks": [b.to_dict() for b in graph_breaks],
     }
 
 
+def seconds_text(seconds: float) -> str:
+    return f"{seconds:.2f} s"
+
+
 def summary_lines(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """Lines for the terminal summary: one per test that broke the gate, then a total."""
+    """Lines for the terminal summary: each test that broke the gate or beat its baseline,
+    then the totals. Sorted by node id, so serial and pytest-xdist runs print the same."""
+    results = sorted(results, key=lambda pair: pair[0])
     lines = []
     failing = [(nodeid, data) for nodeid, data in results if data["violations"]]
     for nodeid, data in failing:
         seconds = data["recompile_seconds"]
-        cost = f"; recompiles cost {seconds:.2f} s" if seconds >= 0.005 else ""
-        lines.append(f"{nodeid}: {'; '.join(data['violations'])}{cost}")
+        cost = f"; recompiles cost {seconds_text(seconds)}" if seconds >= 0.005 else ""
+        messages = "; ".join(v["message"] for v in data["violations"])
+        lines.append(f"{nodeid}: {messages}{cost}")
+    better = [
+        (nodeid, data)
+        for nodeid, data in results
+        if data["baseline"] is not None and data["recompiles"] < data["baseline"]
+    ]
+    for nodeid, data in better:
+        lines.append(
+            f"{nodeid}: {data['recompiles']} recompiles, below its baseline of "
+            f"{data['baseline']}: tighten it with --recompile-baseline-update"
+        )
     total = sum(data["recompiles"] for _, data in results)
     limit = sum(1 for _, data in results if data["limit_hit"])
+    cost = sum(data["recompile_seconds"] for _, data in results)
     lines.append(
         f"{plural(len(results), 'gated test')}, {plural(total, 'recompile')}; "
-        f"{len(failing)} broke the gate, {limit} hit recompile_limit"
+        f"{len(failing)} broke the gate, {limit} hit recompile_limit; "
+        f"recompiles cost {seconds_text(cost)}"
     )
     return lines
+
+
+REPORT_SCHEMA = "pytest-recompile/report"
+REPORT_VERSION = 1
+SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
+
+
+def report_document(
+    results: list[tuple[str, str, dict[str, Any]]],
+    environment: dict[str, Any],
+    settings: dict[str, Any],
+    created: str,
+) -> dict[str, Any]:
+    """The JSON report (see report.schema.json): ``results`` are (nodeid, outcome, data)."""
+    tests = [
+        {"nodeid": nodeid, "outcome": outcome, **data}
+        for nodeid, outcome, data in sorted(results, key=lambda r: r[0])
+    ]
+    devices = sorted({t["device"] for t in tests if t["device"]})
+    return {
+        "schema": REPORT_SCHEMA,
+        "version": REPORT_VERSION,
+        "created": created,
+        "environment": {**environment, "devices": devices},
+        "settings": settings,
+        "summary": {
+            "gated_tests": len(tests),
+            "recompiles": sum(t["recompiles"] for t in tests),
+            "broke_the_gate": sum(1 for t in tests if t["violations"]),
+            "recompile_limit_hits": sum(1 for t in tests if t["limit_hit"]),
+            "recompile_seconds": round(sum(t["recompile_seconds"] for t in tests), 6),
+            "compile_seconds": round(sum(t["compile_seconds"] for t in tests), 6),
+            "graph_breaks": sum(len(t["graph_breaks"]) for t in tests),
+        },
+        "tests": tests,
+    }
 
 
 def call_site(tb: TracebackType | None) -> str | None:
@@ -206,3 +275,19 @@ _INTERNAL = (
     os.sep + os.path.join("torch", ""),
     os.path.dirname(os.path.abspath(__file__)) + os.sep,
 )
+
+
+def warm_message(torch_message: str) -> str:
+    """torch's fail_on_recompile error, with each guard's kind and fix."""
+    head, *rest = torch_message.splitlines()
+    lines = [f"{PREFIX} compiled inside a warm block (fail_on_recompile stance): {head}"]
+    fixes: list[tuple[str, str]] = []
+    for line in rest:
+        stripped = line.strip()
+        if stripped.startswith("- "):
+            reason = parse_reason(stripped[2:])
+            lines.append(f"    {reason.entry or '?'} {reason.label}: {reason.text}")
+            fixes.append((reason.label, reason.hint))
+    if not fixes:
+        lines.append("    a first compile: warm the function up before the warm block")
+    return "\n".join(lines + fix_lines(fixes))

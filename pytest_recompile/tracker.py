@@ -12,7 +12,8 @@ Plain Python: usable in a script or notebook as well as from the pytest plugin::
 from __future__ import annotations
 
 import threading
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from types import CodeType, TracebackType
 from typing import Any, Literal
@@ -29,7 +30,15 @@ from .guards import (
 from .markers import MODES, Budget, check_count
 
 
-class RecompileBudgetExceeded(AssertionError):
+class RecompileGateError(AssertionError):
+    """Base class of the failures the gate raises."""
+
+
+class CompiledWhileWarm(RecompileGateError):
+    """torch compiled inside a :func:`warm` block (the ``fail_on_recompile`` stance)."""
+
+
+class RecompileBudgetExceeded(RecompileGateError):
     """A test broke its rules: a recompile over budget or of an unexpected guard kind, a
     forbidden guard, too many graph breaks, or a fall-back to eager at recompile_limit."""
 
@@ -169,7 +178,9 @@ class RecompileTracker:
     ``fail-fast`` raises :class:`RecompileBudgetExceeded` at the call whose recompile goes
     over budget, before that compile runs; ``at-end`` raises when the block exits;
     ``report-only`` only records. ``reset=True`` clears torch's compile caches on entry so
-    the counts do not depend on what ran before.
+    the counts do not depend on what ran before. A function's first compile inside the block
+    is never a recompile, unless ``warm_start=True``: then the entries compiled before the
+    block count, and any compile torch calls a recompile is one.
     """
 
     def __init__(
@@ -179,6 +190,7 @@ class RecompileTracker:
         max_recompiles: int | None = None,
         mode: str = "fail-fast",
         reset: bool = True,
+        warm_start: bool = False,
     ) -> None:
         if budget is not None and max_recompiles is not None:
             raise TypeError("pass either budget= or max_recompiles=, not both")
@@ -190,6 +202,7 @@ class RecompileTracker:
         self.budget = budget
         self.mode = mode
         self.reset = reset
+        self.warm_start = warm_start
         self.torch_version: str | None = None
         self.graph_breaks: list[GraphBreak] = []  # distinct break sites seen in the block
         self.fullgraph_break: GraphBreak | None = None  # the break that stopped a fullgraph block
@@ -258,7 +271,9 @@ class RecompileTracker:
             if event.limit is not None:
                 record.limit = event.limit
                 record.limit_hits += 1
-            elif (event.code, event.function) in self._compiled and event.is_recompile:
+            elif event.is_recompile and (
+                self.warm_start or (event.code, event.function) in self._compiled
+            ):
                 recompile = Recompile(
                     compile_id=event.compile_id,
                     reasons=tuple(
@@ -319,14 +334,18 @@ class RecompileTracker:
             self._records[fn] = record
         return record
 
-    def _refresh(self) -> None:
-        """Fill in cache entries, graph breaks, guards if forbidden, and compile seconds."""
+    def _count_entries(self) -> None:
         entries: dict[int, int] = {}
         for code, function in self._compiled:
             record = self._records[function]
             entries[id(record)] = entries.get(id(record), 0) + _torch.cache_entries(code)
         for record in self._records.values():
             record.cache_entries = entries.get(id(record), 0)
+
+    def _refresh(self) -> None:
+        """Fill in cache entries, graph breaks, guards if forbidden, and compile seconds."""
+        self._count_entries()
+        for record in self._records.values():
             if self._forbids:
                 self._inventory(record)
         self.graph_breaks = distinct_breaks(_torch.graph_breaks_since(self._breaks_mark))
@@ -347,6 +366,8 @@ class RecompileTracker:
     @property
     def records(self) -> list[FunctionRecord]:
         """Per-function records, in the order the functions were first compiled."""
+        if self.active:
+            self._count_entries()
         return list(self._records.values())
 
     @property
@@ -367,6 +388,51 @@ class RecompileTracker:
             ]
         return result
 
+    def record(self, function: str) -> FunctionRecord:
+        """The record of a compiled function, by name or qualname."""
+        records = self.records
+        for record in records:
+            if function in (record.qualname, record.name):
+                return record
+        known = ", ".join(r.qualname for r in records) or "none"
+        raise KeyError(f"no compiled function {function!r} in this block (compiled: {known})")
+
+    def _selected(self, function: str | None) -> list[FunctionRecord]:
+        return [self.record(function)] if function is not None else self.records
+
+    def count(self, function: str | None = None) -> int:
+        """Recompiles so far, of one function or of all."""
+        return sum(r.recompile_count for r in self._selected(function))
+
+    def reasons(self, function: str | None = None) -> list[Reason]:
+        """The failing guard of each recompile (of the newest rejecting entry), in order."""
+        return [
+            rc.reasons[0] for r in self._selected(function) for rc in r.recompiles if rc.reasons
+        ]
+
+    def kinds(self, function: str | None = None) -> list[str]:
+        return [reason.kind for reason in self.reasons(function)]
+
+    def scoped(self, max_recompiles: int, *, function: str | None = None) -> RecompileTracker:
+        """A budget for a block inside this one: ``with tracker.scoped(0): model(x)``.
+
+        Code compiled before the block counts (warm start): a recompile inside the block
+        fails at that call, whatever was compiled earlier.
+        """
+        where = f"scoped(max_recompiles={max_recompiles!r})"
+        count = check_count(max_recompiles, where)
+        if function is None:
+            budget = Budget(count, f"scoped({count})", total_counts_named=True)
+        else:
+            source = f"scoped({count}, function={function!r})"
+            budget = Budget(None, "", {function: (count, source)})
+        return RecompileTracker(budget, mode="fail-fast", reset=False, warm_start=True)
+
+    @staticmethod
+    def warm() -> AbstractContextManager[None]:
+        """A block in which any compile at all fails; see :func:`warm`."""
+        return warm()
+
     def violations(self) -> list[Violation]:
         if self.active:
             self._refresh()
@@ -381,3 +447,25 @@ class RecompileTracker:
         found = self.violations()
         if found:
             raise RecompileBudgetExceeded(self.records, found, stopped=False)
+
+
+@contextmanager
+def warm() -> Iterator[None]:
+    """A block in which any compile at all fails: torch's ``fail_on_recompile`` stance.
+
+    For code that was compiled (warmed up) before the block. The stance is process-global
+    and restored when the block ends, however it ends.
+    """
+    from .report import warm_message
+
+    _torch.check_torch()
+    failure = None
+    with _torch.fail_on_recompile():
+        try:
+            yield
+        except RuntimeError as exc:
+            if not _torch.is_stance_error(exc):
+                raise
+            failure = str(exc)
+    if failure is not None:
+        raise CompiledWhileWarm(warm_message(failure))

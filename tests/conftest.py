@@ -33,7 +33,10 @@ def _keep_libraries(inner_root: Path) -> type:
 
 @pytest.fixture
 def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
-    """Write a test module (torch and pytest imported) and run pytest on it in-process."""
+    """Write a test module (torch and pytest imported) and run pytest on it in-process.
+
+    Requesting it also makes plain ``pytester.runpytest`` calls safe for torch.
+    """
     keep = _keep_libraries(pytester.path)
     monkeypatch.setattr(pytester_module, "SysModulesSnapshot", keep)
     # pytester restores its own snapshot, taken before this fixture, at teardown.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from glob import escape as esc
 from pathlib import Path
@@ -28,3 +29,17 @@ def test_example_catches_the_step_counter_and_passes_the_fix(pytester: pytest.Py
     )
     unguarded = pytester.runpytest_subprocess("examples", "-p", "no:randomly")
     unguarded.assert_outcomes(passed=2)  # without the gate the bug goes unnoticed
+
+
+def test_the_ci_workflow_command_works_as_written(pytester: pytest.Pytester) -> None:
+    workflow = (EXAMPLES / "github-actions.yml").read_text()
+    (command,) = [
+        line.split("run:", 1)[1].split() for line in workflow.splitlines() if "run: pytest" in line
+    ]
+    assert command[:2] == ["pytest", "--recompile-budget"]
+    shutil.copytree(EXAMPLES, pytester.path / "examples")
+    result = pytester.runpytest_subprocess(*command[1:], "examples", "-p", "no:randomly")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*2 workers*", "report written to recompiles.json"])
+    report = json.loads((pytester.path / "recompiles.json").read_text())
+    assert report["summary"]["broke_the_gate"] == 1

@@ -490,7 +490,7 @@ def test_report_only_never_fails_but_summarises(run) -> None:
             "recompile gate: active, default budget 0 (--recompile-budget=0), mode report-only*",
             "*= recompile gate =*",
             "test_it.py::test_shapes: 1 recompile, budget 0*",
-            "1 gated test, 1 recompile; 1 broke the gate, 0 hit recompile_limit",
+            "1 gated test, 1 recompile; 1 broke the gate, 0 hit recompile_limit; recompiles cost *",
         ]
     )
 
@@ -578,6 +578,7 @@ def test_b():
         [
             "*= recompile gate =*",
             "test_it.py::test_a: 1 recompile, budget 0 (@max_recompiles(0))",
-            "2 gated tests, 2 recompiles; 1 broke the gate, 0 hit recompile_limit",
+            "2 gated tests, 2 recompiles; 1 broke the gate, 0 hit recompile_limit; "
+            "recompiles cost *",
         ]
     )

@@ -169,24 +169,25 @@ def test_limit_message_and_summary() -> None:
     hit = record("h", 7, limit="recompile_limit (8)")
     text = failure_message([hit], judge([hit], None))
     assert "recompile_limit (8)" in text and EAGER_FALLBACK in text
-    lines = summary_lines(
-        [
-            (
-                "t.py::a",
-                {
-                    "violations": ["x"],
-                    "recompiles": 7,
-                    "recompile_seconds": 1.5,
-                    "limit_hit": ["h"],
-                },
-            ),
-            (
-                "t.py::b",
-                {"violations": [], "recompiles": 0, "recompile_seconds": 0.0, "limit_hit": []},
-            ),
-        ]
-    )
+    failing = {
+        "violations": [{"kind": "limit", "message": "x"}],
+        "recompiles": 7,
+        "recompile_seconds": 1.5,
+        "limit_hit": ["h"],
+        "baseline": None,
+    }
+    better = {
+        "violations": [],
+        "recompiles": 1,
+        "recompile_seconds": 0.0,
+        "limit_hit": [],
+        "baseline": 3,
+    }
+    lines = summary_lines([("t.py::b", better), ("t.py::a", failing)])
     assert lines == [
         "t.py::a: x; recompiles cost 1.50 s",
-        "2 gated tests, 7 recompiles; 1 broke the gate, 1 hit recompile_limit",
-    ]
+        "t.py::b: 1 recompiles, below its baseline of 3: tighten it with "
+        "--recompile-baseline-update",
+        "2 gated tests, 8 recompiles; 1 broke the gate, 1 hit recompile_limit; "
+        "recompiles cost 1.50 s",
+    ]  # fmt: skip

@@ -1,0 +1,115 @@
+"""The baseline file, and atomic JSON writes (shared with the JSON report).
+
+A baseline records, per test, the recompiles it makes today, so that a large suite can turn
+the gate on without fixing everything first: a test may not go above its baseline, and a
+test below it is reported so the file can be tightened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+BASELINE_SCHEMA = "pytest-recompile/baseline"
+BASELINE_VERSION = 1
+UPDATE_HINT = "write one with --recompile-baseline-update"
+
+
+class BaselineError(ValueError):
+    """A baseline file that is missing, unreadable or not a baseline."""
+
+
+def read_baseline(path: str, where: str) -> dict[str, int]:
+    """nodeid -> recompiles; raises BaselineError, never returns an empty stand-in."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        raise BaselineError(
+            f"{where}: baseline file {path} does not exist; {UPDATE_HINT}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{where}: cannot read baseline file {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"{where}: baseline file {path} is not valid JSON ({exc}); restore it from version "
+            f"control or {UPDATE_HINT}"
+        ) from None
+    if (
+        not isinstance(data, dict)
+        or data.get("schema") != BASELINE_SCHEMA
+        or not isinstance(data.get("tests"), dict)
+    ):
+        raise BaselineError(
+            f"{where}: {path} is not a pytest-recompile baseline (expected an object with "
+            f'"schema": "{BASELINE_SCHEMA}" and "tests"); {UPDATE_HINT}'
+        )
+    if data.get("version") != BASELINE_VERSION:
+        raise BaselineError(
+            f"{where}: baseline {path} has version {data.get('version')!r}; this plugin reads "
+            f"version {BASELINE_VERSION}; {UPDATE_HINT}"
+        )
+    counts: dict[str, int] = {}
+    for nodeid, entry in data["tests"].items():
+        count = entry.get("recompiles") if isinstance(entry, dict) else None
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise BaselineError(
+                f"{where}: baseline {path}: test {nodeid!r} has no non-negative integer "
+                f'"recompiles"; {UPDATE_HINT}'
+            )
+        counts[nodeid] = count
+    return counts
+
+
+def baseline_document(results: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """The baseline of a run: every gated test that recompiled, with its counts."""
+    tests = {}
+    for nodeid in sorted(results):
+        data = results[nodeid]
+        if data["recompiles"]:
+            tests[nodeid] = {
+                "recompiles": data["recompiles"],
+                "functions": {
+                    f["qualname"]: len(f["recompiles"])
+                    for f in data["functions"]
+                    if f["recompiles"]
+                },
+            }
+    return {"schema": BASELINE_SCHEMA, "version": BASELINE_VERSION, "tests": tests}
+
+
+def write_json_atomic(path: str, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` through a temporary file and a rename.
+
+    A failure at any point (an unserialisable value, a full disk) leaves the previous file
+    as it was, and no temporary file behind.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".recompile-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2, sort_keys=False)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def check_writable(path: str, where: str) -> None:
+    """Fail early for a report or baseline path that cannot be written."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise BaselineError(f"{where}: {path} is a directory; give a file path")
+    if not os.path.isdir(directory):
+        raise BaselineError(f"{where}: the directory of {path} does not exist")
+    if not os.access(directory, os.W_OK):
+        raise BaselineError(f"{where}: the directory of {path} is not writable")

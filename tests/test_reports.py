@@ -1,0 +1,348 @@
+"""Reports for CI: JSON report, JUnit properties, xdist, baseline ratchet, fixture API."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import torch
+from snippets import DOUBLE, HEADER
+
+from pytest_recompile import (
+    CompiledWhileWarm,
+    RecompileBudgetExceeded,
+    RecompileTracker,
+    _torch,
+    warm,
+)
+from pytest_recompile.baseline import (
+    BASELINE_SCHEMA,
+    BaselineError,
+    read_baseline,
+    write_json_atomic,
+)
+from pytest_recompile.report import PREFIX, SCHEMA_FILE
+
+SUITE = (
+    HEADER
+    + DOUBLE
+    + """
+step = 0
+
+@torch.compile(backend="eager")
+def f(x):
+    return x + step
+
+def test_clean():
+    double(torch.ones(2))
+
+def test_shapes():
+    double(torch.ones(2)); double(torch.ones(3, 3))
+
+@pytest.mark.max_recompiles(2)
+def test_steps():
+    global step
+    for i in range(3):
+        step = i
+        f(torch.ones(2))
+
+@pytest.mark.max_graph_breaks(0)
+def test_break():
+    @torch.compile(backend="eager")
+    def chatty(x):
+        print("hi")
+        return x + 1
+    chatty(torch.ones(2))
+
+def test_not_torch():
+    assert 1 + 1 == 2
+"""
+)
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def stable(report: dict[str, Any]) -> dict[str, Any]:
+    """The report without what differs between two runs of the same suite (times)."""
+    volatile = {"created", "seconds", "compile_seconds", "recompile_seconds"}
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items() if k not in volatile}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return clean(report)
+
+
+def test_json_report_matches_its_schema_and_says_everything(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    result = pytester.runpytest_subprocess("--recompile-budget", "--recompile-report=out.json")
+    result.assert_outcomes(passed=3, failed=2)
+    result.stdout.fnmatch_lines(["report written to out.json"])
+    report = load(pytester.path / "out.json")
+    jsonschema.validate(report, json.loads(Path(SCHEMA_FILE).read_text()))
+    assert report["environment"]["torch"] == _torch.torch_version()
+    assert report["environment"]["devices"] == [_torch.device_summary()]
+    assert report["settings"]["default_budget"] == 0
+    tests = {t["nodeid"]: t for t in report["tests"]}
+    assert list(tests) == sorted(tests)
+    assert set(tests) == {
+        f"test_suite.py::{name}" for name in ("test_clean", "test_shapes", "test_steps",
+                                              "test_break", "test_not_torch")
+    }  # fmt: skip
+    steps = tests["test_suite.py::test_steps"]
+    assert (steps["outcome"], steps["recompiles"], steps["violations"]) == ("passed", 2, [])
+    (fn,) = steps["functions"]
+    assert (fn["qualname"], fn["compiles"], fn["cache_entries"]) == ("f", 3, 3)
+    assert [r["reasons"][0]["kind"] for r in fn["recompiles"]] == ["EQUALS_MATCH"] * 2
+    assert fn["recompiles"][0]["reasons"][0]["text"] == "G['step'] == 0"
+    assert fn["recompiles"][0]["reasons"][0]["entry"] == "0/0"
+    assert fn["recompile_seconds"] > 0 and fn["compile_seconds"] > fn["recompile_seconds"]
+    shapes = tests["test_suite.py::test_shapes"]
+    assert shapes["outcome"] == "failed"
+    assert shapes["violations"][0]["kind"] == "total"
+    assert shapes["functions"][0]["recompiles"][0]["stopped"] is True
+    broke = tests["test_suite.py::test_break"]
+    assert broke["graph_breaks"][0]["reason"] == "Failed to trace builtin operator"
+    assert broke["violations"][0]["kind"] == "graph_breaks"
+    assert report["summary"]["gated_tests"] == 5
+    assert report["summary"]["broke_the_gate"] == 2
+
+
+def test_serial_and_xdist_give_the_same_summary_and_report(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    runs = {}
+    for name, extra in (("serial", []), ("xdist", ["-n", "2"])):
+        result = pytester.runpytest_subprocess(
+            "--recompile-budget", f"--recompile-report={name}.json", *extra
+        )
+        result.assert_outcomes(passed=3, failed=2)
+        lines = result.stdout.lines
+        start = next(i for i, line in enumerate(lines) if "= recompile gate =" in line)
+        summary = [line.split("; recompiles cost")[0] for line in lines[start + 1 : start + 4]]
+        runs[name] = (summary, stable(load(pytester.path / f"{name}.json")))
+    assert runs["serial"] == runs["xdist"]
+    assert runs["serial"][0][0].startswith("test_suite.py::test_break: 1 graph break, budget 0")
+
+
+@pytest.mark.parametrize("extra", [[], ["-n", "2"]])
+def test_junit_properties_under_serial_and_xdist(pytester: pytest.Pytester, extra) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.runpytest_subprocess("--recompile-budget", "--junitxml=junit.xml", *extra)
+    root = ET.parse(pytester.path / "junit.xml").getroot()
+    props = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+        for case in root.iter("testcase")
+    }
+    assert props["test_steps"]["recompiles"] == "2"
+    assert props["test_steps"]["recompile_worst"] == "f (2)"
+    assert props["test_steps"]["recompile_budget"] == "2 in total (@max_recompiles(2))"
+    assert props["test_shapes"]["recompiles"] == "1"
+    assert props["test_clean"]["recompiles"] == "0"
+
+
+def test_report_ini_twin_and_bad_paths(run, pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.makeini("[pytest]\nrecompile_report = from-ini.json\n")
+    pytester.runpytest("--recompile-budget", "-p", "no:randomly", "-k", "clean")
+    assert load(pytester.path / "from-ini.json")["summary"]["gated_tests"] == 1
+    missing_dir = pytester.runpytest("--recompile-report=nowhere/out.json")
+    assert missing_dir.ret == pytest.ExitCode.USAGE_ERROR
+    missing_dir.stderr.fnmatch_lines(
+        [f"*{PREFIX} --recompile-report=nowhere/out.json: the directory of * does not exist*"]
+    )
+    is_dir = pytester.runpytest(f"--recompile-report={pytester.path}")
+    assert is_dir.ret == pytest.ExitCode.USAGE_ERROR
+    is_dir.stderr.fnmatch_lines(["*is a directory; give a file path*"])
+
+
+def test_atomic_write_keeps_the_old_file_on_failure(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    write_json_atomic(str(target), {"old": True})
+    with pytest.raises(TypeError):
+        write_json_atomic(str(target), {"tests": [1, 2, object()]})  # fails half-way through
+    assert load(target) == {"old": True}
+    assert os.listdir(tmp_path) == ["report.json"]
+
+
+BASELINE_SUITE = (
+    HEADER
+    + """
+import os
+
+step = 0
+
+@torch.compile(backend="eager")
+def f(x):
+    return x + step
+
+def test_steps():
+    global step
+    for i in range(int(os.environ.get("STEPS", "3"))):
+        step = i
+        f(torch.ones(2))
+
+def test_clean():
+    f(torch.ones(2))
+"""
+)
+
+
+def test_baseline_round_trip(
+    run, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_suite=BASELINE_SUITE)
+    base = pytester.path / "recompiles.baseline.json"
+
+    gate = pytester.runpytest("--recompile-budget", "-p", "no:randomly")
+    gate.assert_outcomes(failed=1, passed=1)  # the suite does not pass the gate today
+
+    update = pytester.runpytest("--recompile-baseline-update", f"--recompile-baseline={base}")
+    update.assert_outcomes(passed=2)
+    update.stdout.fnmatch_lines([f"baseline written to {base}"])
+    data = load(base)
+    assert data["schema"] == BASELINE_SCHEMA
+    assert data["tests"] == {"test_suite.py::test_steps": {"recompiles": 2, "functions": {"f": 2}}}
+
+    same = pytester.runpytest("--recompile-budget", f"--recompile-baseline={base}")
+    same.assert_outcomes(passed=2)
+
+    monkeypatch.setenv("STEPS", "5")
+    worse = pytester.runpytest("--recompile-budget", f"--recompile-baseline={base}")
+    worse.assert_outcomes(failed=1, passed=1)
+    worse.stdout.fnmatch_lines([f"{PREFIX} 3 recompiles, budget 2 (baseline)"])
+
+    monkeypatch.setenv("STEPS", "2")
+    better = pytester.runpytest("--recompile-budget", f"--recompile-baseline={base}")
+    better.assert_outcomes(passed=2)
+    better.stdout.fnmatch_lines(
+        [
+            "test_suite.py::test_steps: 1 recompiles, below its baseline of 2: tighten it with "
+            "--recompile-baseline-update"
+        ]
+    )
+
+
+def test_baseline_missing_or_corrupt_is_an_error_and_never_overwritten(
+    run, pytester: pytest.Pytester
+) -> None:
+    pytester.makepyfile(test_suite=BASELINE_SUITE)
+    missing = pytester.runpytest("--recompile-budget", "--recompile-baseline=absent.json")
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR
+    missing.stderr.fnmatch_lines(
+        ["*baseline file absent.json does not exist; write one with --recompile-baseline-update"]
+    )
+    corrupt = pytester.path / "corrupt.json"
+    corrupt.write_text('{"schema": "pytest-recompile/baseline", "version": 1, "tests": {')
+    bad = pytester.runpytest("--recompile-budget", f"--recompile-baseline={corrupt}")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*is not valid JSON*"])
+    assert corrupt.read_text().endswith('"tests": {')
+
+    pytester.makepyfile(test_fails="def test_own_failure():\n    assert False\n")
+    good = pytester.path / "good.json"
+    good.write_text(json.dumps({"schema": BASELINE_SCHEMA, "version": 1, "tests": {}}))
+    before = good.read_text()
+    failed = pytester.runpytest("--recompile-baseline-update", f"--recompile-baseline={good}")
+    failed.assert_outcomes(passed=2, failed=1)
+    failed.stdout.fnmatch_lines([f"{PREFIX} baseline {good} NOT updated: the run did not pass*"])
+    assert good.read_text() == before
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("[]", "is not a pytest-recompile baseline"),
+        ('{"schema": "pytest-recompile/baseline", "version": 9, "tests": {}}', "has version 9"),
+        (
+            '{"schema": "pytest-recompile/baseline", "version": 1, '
+            '"tests": {"t": {"recompiles": -1}}}',
+            "has no non-negative integer",
+        ),
+    ],
+)
+def test_read_baseline_refuses_what_is_not_one(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(content)
+    with pytest.raises(BaselineError, match=message):
+        read_baseline(str(path), "here")
+
+
+def test_baseline_update_needs_a_path(run, pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--recompile-baseline-update")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--recompile-baseline-update needs --recompile-baseline=PATH*"])
+
+
+def test_fixture_api(run) -> None:
+    result = run(
+        DOUBLE
+        + """
+from pytest_recompile import CompiledWhileWarm, RecompileBudgetExceeded
+
+def test_counts_and_reasons(recompiles):
+    double(torch.ones(2))
+    double(torch.ones(2, dtype=torch.float64))
+    assert recompiles.count() == 1
+    assert recompiles.count("double") == 1
+    assert recompiles.kinds() == ["TENSOR_MATCH"]
+    assert recompiles.reasons()[0].detail == "dtype"
+    assert recompiles.record("double").cache_entries == 2
+    guards = recompiles.installed_guards()["double"]
+    assert {g.kind for g in guards} >= {"TENSOR_MATCH"}
+    assert all(not g.framework for g in guards)
+
+def test_scoped_budget(recompiles):
+    double(torch.ones(2))
+    with recompiles.scoped(0):
+        double(torch.ones(2))
+    with pytest.raises(RecompileBudgetExceeded, match=r"1 recompile, budget 0 .scoped.0.."):
+        with recompiles.scoped(0):
+            double(torch.ones(5, 5))
+
+def test_warm_block(recompiles):
+    double(torch.ones(2))
+    with recompiles.warm():
+        double(torch.ones(2))
+    with pytest.raises(CompiledWhileWarm, match="TENSOR_MATCH.rank."):
+        with recompiles.warm():
+            double(torch.ones(2, 2))
+
+@pytest.mark.max_recompiles(1)
+def test_in_a_gated_test_it_is_the_gate(recompiles):
+    double(torch.ones(2)); double(torch.ones(3, 3))
+    assert recompiles.count() == 1
+"""
+    )
+    result.assert_outcomes(passed=4)
+
+
+def test_library_api_scoped_and_warm() -> None:
+    @torch.compile(backend="eager")
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    double(torch.ones(2))  # warmed up before the tracker: outside any block
+    with RecompileTracker(mode="report-only", reset=False) as tracker:
+        with tracker.scoped(1, function="double"):
+            double(torch.ones(3, 3))
+        with pytest.raises(RecompileBudgetExceeded, match="double' recompiled 2 times"):
+            with tracker.scoped(1, function="double"):
+                double(torch.ones(3, 3, 3))
+                double(torch.ones(3, 3, 3, 3))
+    assert _torch.current_stance() == "default"
+    with pytest.raises(CompiledWhileWarm) as info:
+        with warm():
+            double(torch.ones(7, 7, 7, 7, 7))
+    assert str(info.value).startswith(f"{PREFIX} compiled inside a warm block")
+    assert "fix TENSOR_MATCH(rank)" in str(info.value)
+    assert _torch.current_stance() == "default"
