@@ -1,30 +1,39 @@
 """pytest-recompile: turn torch.compile recompiles into test failures you can act on.
 
-Importing this package does not import torch.
+Importing this package imports neither torch nor the tracker: the public names below are
+loaded on first use, so that the pytest plugin costs next to nothing when it is not asked for.
 """
 
 from __future__ import annotations
 
-from .guards import Reason
-from .markers import Budget, BudgetError
-from .tracker import (
-    CompiledWhileWarm,
-    FunctionRecord,
-    Recompile,
-    RecompileBudgetExceeded,
-    RecompileGateError,
-    RecompileTracker,
-    Violation,
-    warm,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Budget": "markers",
+    "BudgetError": "markers",
+    "Reason": "guards",
+    "InstalledGuard": "guards",
+    "GraphBreak": "guards",
+    "CompiledWhileWarm": "tracker",
+    "FunctionRecord": "tracker",
+    "Recompile": "tracker",
+    "RecompileBudgetExceeded": "tracker",
+    "RecompileGateError": "tracker",
+    "RecompileTracker": "tracker",
+    "Violation": "tracker",
+    "warm": "tracker",
+}
 
 __all__ = [
     "Budget",
     "BudgetError",
     "CompiledWhileWarm",
     "FunctionRecord",
+    "GraphBreak",
+    "InstalledGuard",
     "Reason",
     "Recompile",
     "RecompileBudgetExceeded",
@@ -34,3 +43,30 @@ __all__ = [
     "__version__",
     "warm",
 ]
+
+if TYPE_CHECKING:
+    from .guards import GraphBreak, InstalledGuard, Reason
+    from .markers import Budget, BudgetError
+    from .tracker import (
+        CompiledWhileWarm,
+        FunctionRecord,
+        Recompile,
+        RecompileBudgetExceeded,
+        RecompileGateError,
+        RecompileTracker,
+        Violation,
+        warm,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_recompile' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

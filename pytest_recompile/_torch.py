@@ -28,9 +28,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import CodeType, FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .guards import GraphBreak, graph_break, same_guard_text
+if TYPE_CHECKING:
+    from .guards import GraphBreak
 
 MIN_TORCH = (2, 9)
 MIN_TORCH_TEXT = ".".join(map(str, MIN_TORCH))
@@ -285,6 +286,8 @@ def failing_leaf_kinds(entries: list[Any], reasons: tuple[str, ...]) -> tuple[st
 
     None where the reason is not a leaf's code part (torch words tensor mismatches itself).
     """
+    from .guards import same_guard_text
+
     by_id = {str(entry.compile_id): entry for entry in entries}
     kinds: list[str | None] = []
     for raw in reasons:
@@ -333,6 +336,8 @@ def graph_breaks_since(mark: int) -> list[GraphBreak]:
     """GraphBreaks recorded by torch since ``graph_break_count()`` returned ``mark``."""
     import torch._dynamo.utils as dynamo_utils
 
+    from .guards import graph_break
+
     reasons = dynamo_utils.graph_break_reasons
     found = reasons[mark:] if len(reasons) >= mark else reasons  # a reset() cleared the list
     result = []
@@ -353,6 +358,8 @@ def graph_breaks_since(mark: int) -> list[GraphBreak]:
 def graph_break_error(exc: BaseException) -> GraphBreak | None:
     """The GraphBreak behind a fullgraph error torch raised at a break, else None."""
     from torch._dynamo.exc import Unsupported
+
+    from .guards import graph_break
 
     if not isinstance(exc, Unsupported):
         return None

@@ -1,53 +1,32 @@
-"""pytest hooks only: options, markers, the per-test wrapper, the summary.
+"""pytest hooks only: options, markers, the fixture, and when to switch the gate on.
 
-Nothing here imports torch. The per-test hooks live in :class:`Gate`, registered only when
+Importing this module imports neither torch nor the tracker. The per-test hooks live in
+:class:`pytest_recompile.gate.Gate`, imported and registered only when
 ``--recompile-budget`` / ``recompile_budget`` is set or, after collection, when some test
-carries a ``max_recompiles`` marker; otherwise the plugin costs one pass over the items.
+carries one of the markers; otherwise the plugin costs one pass over the collected items.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
-import sys
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pytest
 
-from . import __version__, _torch
-from .baseline import (
-    BaselineError,
-    baseline_document,
-    check_writable,
-    read_baseline,
-    write_json_atomic,
-)
-from .markers import (
-    MARKER_LINES,
-    MARKERS,
-    MODES,
-    Budget,
-    BudgetError,
-    budget_from_marks,
-    parse_count_text,
-)
-from .report import (
-    PREFIX,
-    call_site,
-    failure_message,
-    report_document,
-    summarize_test,
-    summary_lines,
-)
-from .tracker import RecompileBudgetExceeded, RecompileTracker
+from .names import MARKER_LINES, MARKERS, MODES, PREFIX
+
+if TYPE_CHECKING:
+    from .markers import Budget
+
+if TYPE_CHECKING:
+    from .tracker import RecompileTracker
 
 SETTINGS_KEY = pytest.StashKey["Settings"]()
-BUDGET_KEY = pytest.StashKey[Optional[Budget]]()  # noqa: UP045 (evaluated at runtime)
-TRACKER_KEY = pytest.StashKey[RecompileTracker]()
+BUDGET_KEY = pytest.StashKey[Optional["Budget"]]()
+TRACKER_KEY = pytest.StashKey["RecompileTracker"]()
 RESULTS_KEY = pytest.StashKey[dict[str, Any]]()
 
 BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
@@ -72,6 +51,8 @@ class Settings:
         if default is None:
             ini = str(config.getini("recompile_budget") or "").strip()
             if ini:
+                from .markers import BudgetError, parse_count_text
+
                 try:
                     default = parse_count_text(ini, f"{PREFIX} ini option recompile_budget")
                 except BudgetError as exc:
@@ -95,6 +76,8 @@ class Settings:
         baseline, baseline_from = _path_option(config, "baseline")
         update = bool(config.getoption("recompile_baseline_update"))
         counts: dict[str, int] = {}
+        from .baseline import BaselineError, check_writable, read_baseline
+
         try:
             if report is not None:
                 check_writable(report, f"{PREFIX} {report_from}")
@@ -139,6 +122,8 @@ def _path_option(config: pytest.Config, name: str) -> tuple[str | None, str]:
 
 
 def _budget_option(text: str) -> int:
+    from .markers import BudgetError, parse_count_text
+
     try:
         return parse_count_text(text, f"{PREFIX} --recompile-budget")
     except BudgetError as exc:
@@ -228,15 +213,33 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = settings
     worker = hasattr(config, "workerinput")
     if settings.default is not None:
+        from . import _torch
+
         try:
             _torch.check_version()
         except _torch.TorchUnsupported as exc:
             raise pytest.UsageError(str(exc)) from None
-        config.pluginmanager.register(Gate(settings), "recompile-gate")
+        register_gate(config, settings)
     else:
         config.pluginmanager.register(MarkerScan(settings), "recompile-scan")
-    xdist_controller = not worker and getattr(config.option, "dist", "no") != "no"
-    if not worker and (settings.default is not None or xdist_controller or settings.writes_files):
+        xdist_controller = not worker and getattr(config.option, "dist", "no") != "no"
+        if xdist_controller or settings.writes_files:
+            register_summary(config, settings)
+
+
+def register_gate(config: pytest.Config, settings: Settings) -> None:
+    """The per-test hooks, and where the session is controlled, the summary."""
+    from .gate import Gate
+
+    config.pluginmanager.register(Gate(settings), "recompile-gate")
+    if not hasattr(config, "workerinput"):
+        register_summary(config, settings)
+
+
+def register_summary(config: pytest.Config, settings: Settings) -> None:
+    from .gate import Summary
+
+    if not config.pluginmanager.has_plugin("recompile-summary"):
         config.pluginmanager.register(Summary(settings), "recompile-summary")
 
 
@@ -250,6 +253,9 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
     if tracker is not None and tracker.active:
         yield tracker
         return
+    from . import _torch
+    from .tracker import RecompileTracker
+
     settings = request.config.stash[SETTINGS_KEY]
     own = RecompileTracker(mode="report-only", reset=not settings.keep_caches)
     try:
@@ -264,6 +270,8 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
 
 def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
     """Validate every marker and stash each test's budget; True if any test is gated."""
+    from .markers import BudgetError, budget_from_marks
+
     errors = []
     gated = False
     for item in items:
@@ -297,197 +305,14 @@ class MarkerScan:
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        if not assign_budgets(items, self.settings):
+        settings = self.settings
+        marked = any(item.get_closest_marker(name) for item in items for name in MARKERS)
+        if not (marked or settings.baseline_counts) or not assign_budgets(items, settings):
             return
+        from . import _torch
+
         try:
             _torch.check_version()
         except _torch.TorchUnsupported as exc:
             raise pytest.UsageError(str(exc)) from None
-        manager = config.pluginmanager
-        manager.register(Gate(self.settings), "recompile-gate")
-        if not hasattr(config, "workerinput") and not manager.has_plugin("recompile-summary"):
-            manager.register(Summary(self.settings), "recompile-summary")
-
-
-class Gate:
-    """Tracks compiles in every gated test and judges them."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        assign_budgets(items, self.settings)
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
-        budget = item.stash.get(BUDGET_KEY, None)
-        if budget is not None:
-            tracker = RecompileTracker(
-                budget, mode=self.settings.mode, reset=not self.settings.keep_caches
-            )
-            try:
-                tracker.__enter__()
-            except _torch.TorchUnsupported as exc:
-                raise pytest.UsageError(str(exc)) from None
-            item.stash[TRACKER_KEY] = tracker
-        try:
-            return (yield)
-        except RecompileBudgetExceeded as exc:  # a fixture recompiled over budget
-            stopped = exc
-        _fail(stopped)
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
-        tracker = item.stash.get(TRACKER_KEY, None)
-        if tracker is None:
-            return (yield)
-        stopped: RecompileBudgetExceeded | None = None
-        broke = None
-        try:
-            result = yield
-        except RecompileBudgetExceeded as exc:
-            stopped = exc
-        except BaseException as exc:
-            tracker.stop()
-            broke = tracker.note_exception(exc)
-            if broke is None:
-                # The test's own failure wins; what the gate saw goes into a report section.
-                found = tracker.violations()
-                if found:
-                    message = failure_message(tracker.records, found)
-                    item.add_report_section("call", "recompile", message)
-                raise
-        tracker.stop()
-        if stopped is not None:
-            _fail(stopped)
-        found = tracker.violations()
-        if broke is not None:  # failed outside the except block: no chained torch traceback
-            pytest.fail(failure_message(tracker.records, found), pytrace=False)
-        if found and self.settings.mode != "report-only":
-            pytest.fail(failure_message(tracker.records, found), pytrace=False)
-        return result
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        tracker = item.stash.get(TRACKER_KEY, None)
-        if tracker is not None and (call.when == "call" or report.failed):
-            report.recompile = self.results(item, tracker)  # type: ignore[attr-defined]
-        return report
-
-    def results(self, item: pytest.Item, tracker: RecompileTracker) -> dict[str, Any]:
-        """The test's results, once: they travel on its report (so under xdist too)."""
-        data = item.stash.get(RESULTS_KEY, None)
-        if data is None:
-            data = summarize_test(
-                tracker.records,
-                tracker.budget,
-                tracker.violations(),
-                tracker.graph_breaks,
-                baseline=self.settings.baseline_counts.get(item.nodeid),
-                device=_torch.device_summary(),
-            )
-            item.stash[RESULTS_KEY] = data
-            # JUnit XML writes the properties of the teardown report, made from these.
-            item.user_properties += [
-                ("recompiles", data["recompiles"]),
-                ("recompile_budget", data["budget"]),
-                ("recompile_worst", data["worst"] or ""),
-                ("recompile_seconds", data["recompile_seconds"]),
-            ]
-        return data
-
-    @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
-        try:
-            return (yield)
-        finally:
-            tracker = item.stash.get(TRACKER_KEY, None)
-            if tracker is not None:
-                tracker.stop()
-                del item.stash[TRACKER_KEY]
-
-
-def _fail(stopped: RecompileBudgetExceeded) -> NoReturn:
-    """Fail the test with the gate's message alone (torch's frames are no help to the user)."""
-    message = failure_message(
-        stopped.records,
-        stopped.violations,
-        stopped=stopped.stopped,
-        site=call_site(stopped.__traceback__),
-    )
-    pytest.fail(message, pytrace=False)
-
-
-class Summary:
-    """Collects per-test results from reports (so it works under xdist), prints the summary,
-    writes the JSON report and the baseline. Runs only where the session is controlled:
-    xdist workers never write files."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.results: dict[str, tuple[str, dict[str, Any]]] = {}
-        self.written: list[str] = []
-        self.errors: list[str] = []
-
-    def pytest_report_header(self) -> list[str]:
-        return [self.settings.header()] if self.settings.default is not None else []
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        data = getattr(report, "recompile", None)
-        if data is not None:
-            outcome = "error" if report.when == "setup" else report.outcome
-            self.results[report.nodeid] = (outcome, data)
-
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        settings = self.settings
-        try:
-            if settings.report is not None:
-                write_json_atomic(settings.report, self.report_document(session.config))
-                self.written.append(f"report written to {settings.report}")
-            if settings.baseline_update and settings.baseline is not None:
-                if exitstatus == pytest.ExitCode.OK:
-                    data = {nodeid: data for nodeid, (_, data) in self.results.items()}
-                    write_json_atomic(settings.baseline, baseline_document(data))
-                    self.written.append(f"baseline written to {settings.baseline}")
-                else:
-                    self.errors.append(
-                        f"{PREFIX} baseline {settings.baseline} NOT updated: the run did not "
-                        f"pass (exit status {int(exitstatus)}), so its counts may be incomplete"
-                    )
-        except (OSError, TypeError, ValueError) as exc:
-            self.errors.append(f"{PREFIX} could not write: {exc}")
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-
-    def report_document(self, config: pytest.Config) -> dict[str, Any]:
-        settings = self.settings
-        environment = {
-            "pytest_recompile": __version__,
-            "pytest": pytest.__version__,
-            "torch": _torch.torch_version(),
-            "python": platform.python_version(),
-            "platform": sys.platform,
-        }
-        options = {
-            "default_budget": settings.default,
-            "mode": settings.mode,
-            "keep_caches": settings.keep_caches,
-            "fullgraph": settings.fullgraph is not None,
-            "baseline": settings.baseline,
-        }
-        results = [(nodeid, outcome, data) for nodeid, (outcome, data) in self.results.items()]
-        created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        return report_document(results, environment, options, created)
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not (self.results or self.written or self.errors):
-            return
-        terminalreporter.write_sep("=", "recompile gate")
-        results = [(nodeid, data) for nodeid, (_, data) in self.results.items()]
-        for line in summary_lines(results) + self.written:
-            terminalreporter.write_line(line)
-        for line in self.errors:
-            terminalreporter.write_line(line, red=True, bold=True)
+        register_gate(config, self.settings)

@@ -8,9 +8,9 @@ from typing import Any
 
 from .guards import GraphBreak, hint_for, parse_reason
 from .markers import Budget
+from .names import PREFIX
 from .tracker import FunctionRecord, Recompile, Violation
 
-PREFIX = "pytest-recompile:"
 STOPPED = "stopped here, before compiling"
 EAGER_FALLBACK = "fell back to eager"
 LIMIT_FIX = (

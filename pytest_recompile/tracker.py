@@ -27,7 +27,8 @@ from .guards import (
     installed_guard,
     parse_reason,
 )
-from .markers import MODES, Budget, check_count
+from .markers import Budget, check_count
+from .names import MODES
 
 
 class RecompileGateError(AssertionError):

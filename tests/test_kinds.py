@@ -19,7 +19,7 @@ from pytest_recompile.guards import (
     normalise_kind,
     parse_reason,
 )
-from pytest_recompile.markers import EXPECT_GUARDS_FORM
+from pytest_recompile.names import EXPECT_GUARDS_FORM
 from pytest_recompile.report import PREFIX
 
 

@@ -7,7 +7,7 @@ from glob import escape as esc
 import pytest
 from snippets import DOUBLE
 
-from pytest_recompile.markers import (
+from pytest_recompile.names import (
     EXPECT_GUARDS_FORM,
     FORBID_GUARDS_FORM,
     MAX_GRAPH_BREAKS_FORM,

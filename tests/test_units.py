@@ -9,13 +9,13 @@ import pytest
 
 from pytest_recompile.guards import parse_reason
 from pytest_recompile.markers import (
-    MAX_RECOMPILES_FORM,
     Budget,
     BudgetError,
     budget_from_marks,
     check_count,
     parse_count_text,
 )
+from pytest_recompile.names import MAX_RECOMPILES_FORM
 from pytest_recompile.report import EAGER_FALLBACK, STOPPED, failure_message, summary_lines
 from pytest_recompile.tracker import FunctionRecord, Recompile, judge
 

@@ -1,0 +1,41 @@
+"""Names, forms and messages shared by the plugin and the core: plain strings, cheap to import."""
+
+from __future__ import annotations
+
+PREFIX = "pytest-recompile:"  # every message of the plugin starts so
+
+MAX_RECOMPILES = "max_recompiles"
+ALLOW_RECOMPILES = "allow_recompiles"
+EXPECT_GUARDS = "expect_guards"
+FORBID_GUARDS = "forbid_guards"
+FULLGRAPH = "fullgraph"
+MAX_GRAPH_BREAKS = "max_graph_breaks"
+MARKERS = (
+    MAX_RECOMPILES,
+    ALLOW_RECOMPILES,
+    EXPECT_GUARDS,
+    FORBID_GUARDS,
+    FULLGRAPH,
+    MAX_GRAPH_BREAKS,
+)
+
+MAX_RECOMPILES_FORM = "max_recompiles(n: int >= 0, *, function: str | None = None)"
+EXPECT_GUARDS_FORM = "expect_guards(*kinds: str)"
+FORBID_GUARDS_FORM = "forbid_guards(*kinds: str)"
+MAX_GRAPH_BREAKS_FORM = "max_graph_breaks(n: int >= 0)"
+MARKER_LINES = (
+    f"{MAX_RECOMPILES_FORM}: this test may recompile at most n times in total; with "
+    "function=, the torch.compile'd function of that name or qualname may recompile at most "
+    "n times. Stackable; always enforced, with or without --recompile-budget.",
+    f"{ALLOW_RECOMPILES}: opt this test out of the default budget of --recompile-budget / "
+    "recompile_budget (max_recompiles markers on it still apply).",
+    f"{EXPECT_GUARDS_FORM}: every recompile of this test must be triggered by failing guards of "
+    "these kinds (TENSOR_MATCH, EQUALS_MATCH, GLOBAL_STATE, ...); another kind fails the test.",
+    f"{FORBID_GUARDS_FORM}: compiled code in this test may not install guards of these kinds on "
+    "the test's own values (e.g. EQUALS_MATCH on a Python int argument), recompile or not.",
+    f"{FULLGRAPH}: fullgraph semantics for this test without editing its torch.compile calls: "
+    "a graph break fails the test at the break, with its reason.",
+    f"{MAX_GRAPH_BREAKS_FORM}: this test's compiled code may have at most n distinct graph breaks.",
+)
+
+MODES = ("fail-fast", "at-end", "report-only")
