@@ -33,10 +33,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .guards import GraphBreak
 
-MIN_TORCH = (2, 9)
+# The oldest torch this release is tested on (CI: 2.13; 2.14.1 by .ci/torch-version). The
+# pre-compile hook it relies on appeared in 2.9; 2.9 to 2.12 are not tested, so not claimed.
+MIN_TORCH = (2, 13)
 MIN_TORCH_TEXT = ".".join(map(str, MIN_TORCH))
 
-# Locals of torch._dynamo.convert_frame._compile that the hook reads (torch 2.9 .. 2.14).
+# Locals of torch._dynamo.convert_frame._compile that the hook reads (as in 2.13 and 2.14).
 _COMPILE_LOCALS = ("code", "frame", "cache_size", "compile_id")
 # Resume functions created at graph breaks are named like this (torch/_dynamo/resume_execution.py).
 RESUME_PREFIX = "torch_dynamo_resume_in_"
@@ -98,8 +100,8 @@ def check_version() -> str:
     if _version_tuple(version) < MIN_TORCH:
         raise TorchUnsupported(
             f"pytest-recompile: torch {version} is too old for the recompile gate; "
-            f"it needs torch >= {MIN_TORCH_TEXT}, the first release that calls a hook before "
-            f"each compile (pip install -U 'torch>={MIN_TORCH_TEXT}')."
+            f"it needs torch >= {MIN_TORCH_TEXT}, the oldest release it is tested on "
+            f"(pip install -U 'torch>={MIN_TORCH_TEXT}')."
         )
     return version
 
@@ -375,6 +377,33 @@ def graph_break_error(exc: BaseException) -> GraphBreak | None:
     )
 
 
+# --- CUDA graphs ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def cudagraph_recordings() -> Iterator[list[str]]:
+    """Compile ids of the CUDA graphs recorded (mode="reduce-overhead") inside the block.
+
+    A re-record is not a Dynamo recompile: no cache entry, no guard. torch announces each
+    recording to compile callbacks with the CUDAGRAPH_RECORDING trigger. ``reset()`` drops
+    compile callbacks, so a test that resets stops this count (not the recompile count).
+    """
+    from torch._dynamo.callback import CallbackArgs, CallbackTrigger, callback_handler
+
+    found: list[str] = []
+
+    def on_start(args: CallbackArgs) -> None:
+        if args.callback_trigger == CallbackTrigger.CUDAGRAPH_RECORDING:
+            found.append(str(args.compile_id))
+
+    callback_handler.register_start_callback(on_start)
+    try:
+        yield found
+    finally:
+        if on_start in callback_handler.start_callbacks:
+            callback_handler.remove_start_callback(on_start)
+
+
 # --- stance ------------------------------------------------------------------------------------
 
 STANCE_ERROR = "Detected recompile when torch.compile stance is 'fail_on_recompile'"
@@ -392,6 +421,38 @@ def fail_on_recompile() -> Iterator[None]:
 def is_stance_error(exc: BaseException) -> bool:
     """Whether ``exc`` is torch refusing to compile under the fail_on_recompile stance."""
     return isinstance(exc, RuntimeError) and str(exc).startswith(STANCE_ERROR)
+
+
+@dataclass(frozen=True)
+class CompileState:
+    """What a test can change and forget to change back: the stance and Dynamo's config."""
+
+    stance: Any
+    config: dict[str, Any]
+
+
+def compile_state() -> CompileState:
+    import torch._dynamo.config as config
+    import torch._dynamo.eval_frame as eval_frame
+
+    return CompileState(eval_frame._stance, config.get_config_copy())
+
+
+def restore_compile_state(saved: CompileState) -> list[str]:
+    """Put back what changed since ``saved``; return what that was, in words."""
+    import torch._dynamo.config as config
+    import torch._dynamo.eval_frame as eval_frame
+
+    changed = []
+    if eval_frame._stance != saved.stance:
+        changed.append(f"stance {eval_frame._stance.stance!r}")
+        eval_frame._set_stance(saved.stance)
+    now = config.get_config_copy()
+    differing = {k: v for k, v in saved.config.items() if now.get(k) != v}
+    if differing:
+        changed += [f"torch._dynamo.config.{k}={now.get(k)!r}" for k in sorted(differing)]
+        config.load_config(differing)
+    return changed
 
 
 def current_stance() -> str:
@@ -463,3 +524,10 @@ def device_summary() -> str:
         return "cpu"
     names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return "cuda: " + ", ".join(names)
+
+
+def compile_callbacks() -> int:
+    """How many compile start callbacks torch holds (restoration checks)."""
+    from torch._dynamo.callback import callback_handler
+
+    return len(callback_handler.start_callbacks)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import platform
 import sys
+import warnings
 from collections.abc import Generator
 from datetime import datetime, timezone
 from typing import Any, NoReturn
@@ -64,12 +65,14 @@ class Gate:
             return (yield)
         stopped: RecompileBudgetExceeded | None = None
         broke = None
+        state = _torch.compile_state()
         try:
             result = yield
         except RecompileBudgetExceeded as exc:
             stopped = exc
         except BaseException as exc:
             tracker.stop()
+            _restore(item, state)
             broke = tracker.note_exception(exc)
             if broke is None:
                 # The test's own failure wins; what the gate saw goes into a report section.
@@ -79,6 +82,7 @@ class Gate:
                     item.add_report_section("call", "recompile", message)
                 raise
         tracker.stop()
+        _restore(item, state)
         if stopped is not None:
             _fail(stopped)
         found = tracker.violations()
@@ -109,6 +113,7 @@ class Gate:
                 tracker.graph_breaks,
                 baseline=self.settings.baseline_counts.get(item.nodeid),
                 device=_torch.device_summary(),
+                cudagraph_recordings=tracker.cudagraph_recordings,
             )
             item.stash[RESULTS_KEY] = data
             # JUnit XML writes the properties of the teardown report, made from these.
@@ -129,6 +134,23 @@ class Gate:
             if tracker is not None:
                 tracker.stop()
                 del item.stash[TRACKER_KEY]
+
+
+class RecompileStateLeak(pytest.PytestWarning):
+    """A gated test left torch.compile's stance or Dynamo's config changed."""
+
+
+def _restore(item: pytest.Item, state: _torch.CompileState) -> None:
+    """Undo what the test body left changed, so later tests are judged under the same rules."""
+    leaked = _torch.restore_compile_state(state)
+    if leaked:
+        warnings.warn(
+            RecompileStateLeak(
+                f"{PREFIX} {item.nodeid} left {', '.join(leaked)} behind; restored it, so that "
+                "later tests are judged under the same settings"
+            ),
+            stacklevel=1,
+        )
 
 
 def _fail(stopped: RecompileBudgetExceeded) -> NoReturn:

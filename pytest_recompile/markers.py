@@ -13,6 +13,8 @@ from .names import (
     FORBID_GUARDS,
     FORBID_GUARDS_FORM,
     FULLGRAPH,
+    MAX_CUDAGRAPH_RERECORDS,
+    MAX_CUDAGRAPH_RERECORDS_FORM,
     MAX_GRAPH_BREAKS,
     MAX_GRAPH_BREAKS_FORM,
     MAX_RECOMPILES,
@@ -52,6 +54,8 @@ class Budget:
     fullgraph: str | None = None  # where fullgraph semantics came from; None: off
     max_graph_breaks: int | None = None
     graph_breaks_source: str = ""
+    max_cudagraph_rerecords: int | None = None
+    cudagraph_source: str = ""
 
     def for_function(self, name: str, qualname: str) -> tuple[int, str] | None:
         found = self.per_function.get(qualname)
@@ -70,6 +74,8 @@ class Budget:
             parts.append("fullgraph")
         if self.max_graph_breaks is not None:
             parts.append(f"at most {self.max_graph_breaks} graph breaks")
+        if self.max_cudagraph_rerecords is not None:
+            parts.append(f"at most {self.max_cudagraph_rerecords} CUDA-graph re-records")
         return "; ".join(parts) or "no cap"
 
 
@@ -140,6 +146,22 @@ def _kinds(marks: Iterable[MarkLike], form: str, where: str) -> tuple[frozenset[
     return frozenset(kinds), f"@{name}({', '.join(named)})" if named else ""
 
 
+def _count_marker(
+    marks: Iterable[MarkLike], name: str, form: str, where: str
+) -> tuple[int | None, str]:
+    """The closest ``name(n)`` marker's count and its source, or (None, ""); every
+    stacked marker is validated."""
+    counts = []
+    label = f"@pytest.mark.{name} on {where}"
+    for mark in marks:
+        if mark.kwargs or len(mark.args) != 1:
+            raise BudgetError(
+                f"{label}: expected exactly one count; accepted form is @pytest.mark.{form}"
+            )
+        counts.append(check_count(mark.args[0], label))
+    return (counts[0], f"@{name}({counts[0]})") if counts else (None, "")
+
+
 def _no_args(marks: Iterable[MarkLike], name: str, where: str) -> bool:
     found = False
     for mark in marks:
@@ -191,18 +213,15 @@ def budget_from_marks(
         if _no_args(marks.get(FULLGRAPH, ()), FULLGRAPH, where)
         else None
     )
-    breaks: int | None = None
-    breaks_source = ""
-    for mark in marks.get(MAX_GRAPH_BREAKS, ()):
-        label = f"@pytest.mark.{MAX_GRAPH_BREAKS} on {where}"
-        if mark.kwargs or len(mark.args) != 1:
-            raise BudgetError(
-                f"{label}: expected exactly one count; accepted form is "
-                f"@pytest.mark.{MAX_GRAPH_BREAKS_FORM}"
-            )
-        count = check_count(mark.args[0], label)
-        if breaks is None:
-            breaks, breaks_source = count, f"@{MAX_GRAPH_BREAKS}({count})"
+    breaks, breaks_source = _count_marker(
+        marks.get(MAX_GRAPH_BREAKS, ()), MAX_GRAPH_BREAKS, MAX_GRAPH_BREAKS_FORM, where
+    )
+    rerecords, rerecords_source = _count_marker(
+        marks.get(MAX_CUDAGRAPH_RERECORDS, ()),
+        MAX_CUDAGRAPH_RERECORDS,
+        MAX_CUDAGRAPH_RERECORDS_FORM,
+        where,
+    )
     rules: dict[str, Any] = {
         "per_function": per_function,
         "expect": expect if expect_marks else None,
@@ -212,6 +231,8 @@ def budget_from_marks(
         "fullgraph": fullgraph,
         "max_graph_breaks": breaks,
         "graph_breaks_source": breaks_source,
+        "max_cudagraph_rerecords": rerecords,
+        "cudagraph_source": rerecords_source,
     }
     if total is not None:
         budget = Budget(total[0], total[1], total_counts_named=True, **rules)
@@ -219,7 +240,14 @@ def budget_from_marks(
         budget = Budget(baseline[0], baseline[1], **rules)
     elif default is not None and not allowed:
         budget = Budget(default, default_source, **rules)
-    elif per_function or expect_marks or forbid or fullgraph or breaks is not None:
+    elif (
+        per_function
+        or expect_marks
+        or forbid
+        or fullgraph
+        or breaks is not None
+        or rerecords is not None
+    ):
         budget = Budget(None, "", **rules)
     else:
         return None

@@ -10,6 +10,7 @@ EXPECT_GUARDS = "expect_guards"
 FORBID_GUARDS = "forbid_guards"
 FULLGRAPH = "fullgraph"
 MAX_GRAPH_BREAKS = "max_graph_breaks"
+MAX_CUDAGRAPH_RERECORDS = "max_cudagraph_rerecords"
 MARKERS = (
     MAX_RECOMPILES,
     ALLOW_RECOMPILES,
@@ -17,12 +18,14 @@ MARKERS = (
     FORBID_GUARDS,
     FULLGRAPH,
     MAX_GRAPH_BREAKS,
+    MAX_CUDAGRAPH_RERECORDS,
 )
 
 MAX_RECOMPILES_FORM = "max_recompiles(n: int >= 0, *, function: str | None = None)"
 EXPECT_GUARDS_FORM = "expect_guards(*kinds: str)"
 FORBID_GUARDS_FORM = "forbid_guards(*kinds: str)"
 MAX_GRAPH_BREAKS_FORM = "max_graph_breaks(n: int >= 0)"
+MAX_CUDAGRAPH_RERECORDS_FORM = "max_cudagraph_rerecords(n: int >= 0)"
 MARKER_LINES = (
     f"{MAX_RECOMPILES_FORM}: this test may recompile at most n times in total; with "
     "function=, the torch.compile'd function of that name or qualname may recompile at most "
@@ -36,6 +39,9 @@ MARKER_LINES = (
     f"{FULLGRAPH}: fullgraph semantics for this test without editing its torch.compile calls: "
     "a graph break fails the test at the break, with its reason.",
     f"{MAX_GRAPH_BREAKS_FORM}: this test's compiled code may have at most n distinct graph breaks.",
+    f"{MAX_CUDAGRAPH_RERECORDS_FORM}: CUDA graphs (mode='reduce-overhead') of this test may be "
+    "recorded again at most n times. Re-records are not recompiles: without this marker they "
+    "are only reported.",
 )
 
 MODES = ("fail-fast", "at-end", "report-only")

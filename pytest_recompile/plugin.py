@@ -76,6 +76,8 @@ class Settings:
         baseline, baseline_from = _path_option(config, "baseline")
         update = bool(config.getoption("recompile_baseline_update"))
         counts: dict[str, int] = {}
+        if report is None and baseline is None and not update:
+            return cls(default, source, mode, keep, fullgraph, None, None, counts, False)
         from .baseline import BaselineError, check_writable, read_baseline
 
         try:
@@ -306,7 +308,8 @@ class MarkerScan:
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         settings = self.settings
-        marked = any(item.get_closest_marker(name) for item in items for name in MARKERS)
+        names = set(MARKERS)
+        marked = any(mark.name in names for item in items for mark in item.iter_markers())
         if not (marked or settings.baseline_counts) or not assign_budgets(items, settings):
             return
         from . import _torch

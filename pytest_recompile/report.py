@@ -9,7 +9,7 @@ from typing import Any
 from .guards import GraphBreak, hint_for, parse_reason
 from .markers import Budget
 from .names import PREFIX
-from .tracker import FunctionRecord, Recompile, Violation
+from .tracker import FunctionRecord, Recompile, Violation, rerecords
 
 STOPPED = "stopped here, before compiling"
 EAGER_FALLBACK = "fell back to eager"
@@ -55,6 +55,12 @@ def violation_line(v: Violation) -> str:
         )
     if v.kind == "graph_breaks":
         return f"{PREFIX} {plural(v.used, 'graph break')}, budget {v.allowed} ({v.source})"
+    if v.kind == "cudagraph_rerecords":
+        return (
+            f"{PREFIX} {plural(v.used, 'CUDA-graph re-record')}, budget {v.allowed} ({v.source}): "
+            "not recompiles, but each re-record costs a capture; keep input shapes and "
+            "addresses stable"
+        )
     if v.kind == "fullgraph":
         return f"{PREFIX} graph break under fullgraph ({v.source}): {v.items[0].reason}"
     return f"{PREFIX} {plural(v.used, 'recompile')}, budget {v.allowed} ({v.source})"
@@ -163,6 +169,7 @@ def summarize_test(
     *,
     baseline: int | None = None,
     device: str | None = None,
+    cudagraph_recordings: list[str] | None = None,
 ) -> dict[str, Any]:
     """One test's results, JSON-serialisable: it travels on the test report (and so under
     pytest-xdist) to the terminal summary, the JSON report and the baseline."""
@@ -185,6 +192,8 @@ def summarize_test(
         "device": device,
         "functions": [r.to_dict() for r in records],
         "graph_breaks": [b.to_dict() for b in graph_breaks],
+        "cudagraph_recordings": len(cudagraph_recordings or []),
+        "cudagraph_rerecords": rerecords(cudagraph_recordings or []),
     }
 
 
@@ -255,6 +264,7 @@ def report_document(
             "recompile_seconds": round(sum(t["recompile_seconds"] for t in tests), 6),
             "compile_seconds": round(sum(t["compile_seconds"] for t in tests), 6),
             "graph_breaks": sum(len(t["graph_breaks"]) for t in tests),
+            "cudagraph_rerecords": sum(t["cudagraph_rerecords"] for t in tests),
         },
         "tests": tests,
     }

@@ -113,7 +113,14 @@ class FunctionRecord:
 
 
 ViolationKind = Literal[
-    "total", "function", "limit", "unexpected", "forbidden", "graph_breaks", "fullgraph"
+    "total",
+    "function",
+    "limit",
+    "unexpected",
+    "forbidden",
+    "graph_breaks",
+    "fullgraph",
+    "cudagraph_rerecords",
 ]
 
 
@@ -134,10 +141,16 @@ def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ..
     return tuple(r for r in recompile.reasons if r.kind not in budget.expect)
 
 
+def rerecords(recordings: list[str]) -> int:
+    """CUDA-graph recordings beyond the first of each compiled graph."""
+    return len(recordings) - len(set(recordings))
+
+
 def judge(
     records: list[FunctionRecord],
     budget: Budget | None,
     graph_breaks: list[GraphBreak] | None = None,
+    cudagraph_recordings: list[str] | None = None,
 ) -> list[Violation]:
     """Every way ``records`` break ``budget``; a recompile_limit hit always does."""
     found = [Violation("limit", r.recompile_count, None, r.limit, r) for r in records if r.limit]
@@ -167,6 +180,16 @@ def judge(
                 budget.max_graph_breaks,
                 budget.graph_breaks_source,
                 items=tuple(breaks),
+            )
+        )
+    again = rerecords(cudagraph_recordings or [])
+    if budget.max_cudagraph_rerecords is not None and again > budget.max_cudagraph_rerecords:
+        found.append(
+            Violation(
+                "cudagraph_rerecords",
+                again,
+                budget.max_cudagraph_rerecords,
+                budget.cudagraph_source,
             )
         )
     return found
@@ -207,6 +230,7 @@ class RecompileTracker:
         self.torch_version: str | None = None
         self.graph_breaks: list[GraphBreak] = []  # distinct break sites seen in the block
         self.fullgraph_break: GraphBreak | None = None  # the break that stopped a fullgraph block
+        self.cudagraph_recordings: list[str] = []  # compile id of each CUDA-graph recording
         self._records: dict[CodeType, FunctionRecord] = {}
         # (code object, user function) pairs compiled inside this block: a torch module
         # compiled with torch.compile shares torch's wrapper code with every other one.
@@ -227,6 +251,7 @@ class RecompileTracker:
         with ExitStack() as stack:
             self._seconds = stack.enter_context(_torch.compile_seconds())
             self._breaks_mark = _torch.graph_break_count()
+            self.cudagraph_recordings = stack.enter_context(_torch.cudagraph_recordings())
             if self.budget is not None and self.budget.fullgraph:
                 stack.enter_context(_torch.error_on_graph_break())
             stack.callback(_torch.install_compile_hook(self._on_compile))
@@ -437,7 +462,7 @@ class RecompileTracker:
     def violations(self) -> list[Violation]:
         if self.active:
             self._refresh()
-        found = judge(self.records, self.budget, self.graph_breaks)
+        found = judge(self.records, self.budget, self.graph_breaks, self.cudagraph_recordings)
         if self.fullgraph_break is not None and self.budget is not None:
             source = self.budget.fullgraph or ""
             found.append(Violation("fullgraph", 1, 0, source, items=(self.fullgraph_break,)))

@@ -17,7 +17,7 @@ from pytest_recompile.markers import (
 )
 from pytest_recompile.names import MAX_RECOMPILES_FORM
 from pytest_recompile.report import EAGER_FALLBACK, STOPPED, failure_message, summary_lines
-from pytest_recompile.tracker import FunctionRecord, Recompile, judge
+from pytest_recompile.tracker import FunctionRecord, Recompile, judge, rerecords
 
 
 @dataclass
@@ -191,3 +191,14 @@ def test_limit_message_and_summary() -> None:
         "2 gated tests, 8 recompiles; 1 broke the gate, 1 hit recompile_limit; "
         "recompiles cost 1.50 s",
     ]  # fmt: skip
+
+
+def test_cudagraph_rerecords_are_counted_apart() -> None:
+    recordings = ["0/0", "1/0", "0/0", "0/0"]
+    assert rerecords(recordings) == 2
+    assert judge([], Budget(0, "--recompile-budget=0"), None, recordings) == []
+    capped = Budget(None, "", max_cudagraph_rerecords=1, cudagraph_source="@m(1)")
+    (found,) = judge([], capped, None, recordings)
+    assert (found.kind, found.used, found.allowed) == ("cudagraph_rerecords", 2, 1)
+    marked = budget(max_cudagraph_rerecords=[Mark((1,))])
+    assert marked is not None and marked.max_cudagraph_rerecords == 1

@@ -1,0 +1,454 @@
+"""Side-by-side benchmarks of pytest-recompile.
+
+    python benchmarks/run.py            # the full run: a few minutes on 2 cores
+    python benchmarks/run.py --quick    # one small repetition of each, to check that it runs
+
+Each benchmark runs a variant A (the plugin off, or not asked for) and a variant B (the plugin
+on) in the same session, interleaved (A B B A A B ...), each in a fresh pytest process, and
+reports the median and the spread of each, and the ratio of the medians B/A. Absolute times
+depend on the machine; the ratios are what the targets are about.
+
+1. start-up: ``pytest --collect-only`` of 200 plain tests, plugin installed but not asked for
+   (B) vs ``-p no:recompile`` (A). Target <= 1.02.
+2. gated suite: 100 tests, each compiling its own function (backend eager) and calling it 50
+   times, ``--recompile-budget`` (B) vs ``-p no:recompile`` (A). Target <= 1.10; the added
+   milliseconds per test, and where they go (cProfile of one gated run).
+3. hot path: 20,000 calls of a compiled function inside a gated test (B) vs ungated (A),
+   timed inside the test. Target <= 1.02.
+4. fail-fast saving: a global step counter read by an inductor-compiled function, 10 calls,
+   gated at budget 0 (B: fails at the second call) vs ungated (A: 8 compiles, then eager).
+   Time to verdict: the test's duration, with a cold compile cache (a fresh cache directory
+   per run, as on a fresh CI machine) and the compiler started up once at collection on
+   another function, as earlier tests of a suite would have. Target <= 0.3. The same with a
+   warm cache is reported too, without a target.
+5. memory: peak RSS of the gated suite (B) vs off (A). Target <= 1.05.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import pstats
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+LAUNCHER = """
+import json, resource, sys
+import pytest
+rc = pytest.main(sys.argv[1:])
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print("BENCH " + json.dumps({"rc": int(rc), "maxrss_kb": usage.ru_maxrss}))
+"""
+
+QUIET = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-W", "ignore"]
+
+
+@dataclass
+class Run:
+    seconds: float  # what the benchmark times (wall of the process, or a time read inside)
+    maxrss_kb: int
+    rc: int
+
+
+@dataclass
+class Result:
+    name: str
+    a_label: str
+    b_label: str
+    a: list[float]
+    b: list[float]
+    target: float
+    unit: str = "s"
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.b) / statistics.median(self.a)
+
+    @property
+    def met(self) -> bool:
+        return self.ratio <= self.target
+
+
+def spread(values: list[float]) -> float:
+    """Half the range, relative to the median: a plain, honest measure of the noise."""
+    return (max(values) - min(values)) / 2 / statistics.median(values)
+
+
+def run_pytest(
+    workdir: Path,
+    args: list[str],
+    *,
+    timer: Callable[[], float] | None = None,
+    env: dict[str, str] | None = None,
+    instructions: bool = False,
+) -> Run:
+    """One pytest process; its wall time, or the time ``timer`` reads from what the run
+    wrote, or (``instructions``) the instructions it executed, counted by callgrind."""
+    # Bytecode caching on, as Python does by default (this sandbox sets it off): what a
+    # user's pytest pays at start-up, for both variants alike.
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    prefix = []
+    if instructions:
+        prefix = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    begin = time.perf_counter()
+    proc = subprocess.run(
+        [*prefix, sys.executable, str(workdir / "launcher.py"), *args],
+        cwd=workdir,
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - begin
+    if instructions:
+        counted = re.search(r"Collected : (\d+)", proc.stderr)
+        if counted is None:
+            raise SystemExit(f"callgrind gave no count:\n{proc.stderr[-2000:]}")
+        wall = float(counted.group(1))
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH ")), None)
+    if line is None:
+        raise SystemExit(
+            f"benchmark run failed: {args}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
+    data = json.loads(line[6:])
+    return Run(timer() if timer else wall, data["maxrss_kb"], data["rc"])
+
+
+def interleaved(
+    reps: int, a: Callable[[], Run], b: Callable[[], Run]
+) -> tuple[list[Run], list[Run]]:
+    """A B, B A, A B, ...: neither variant always runs first."""
+    runs_a, runs_b = [], []
+    for rep in range(reps):
+        order = [(a, runs_a), (b, runs_b)]
+        for fn, into in order if rep % 2 == 0 else reversed(order):
+            into.append(fn())
+    return runs_a, runs_b
+
+
+# --- the suites ------------------------------------------------------------------------------
+
+
+def write_startup_suite(root: Path, tests: int) -> None:
+    per_file = 20
+    for index in range(max(1, tests // per_file)):
+        body = "\n".join(
+            f"def test_{index}_{n}():\n    assert {n} + 1 == {n + 1}\n" for n in range(per_file)
+        )
+        (root / f"test_plain_{index}.py").write_text(body)
+
+
+def write_gated_suite(root: Path, tests: int, calls: int) -> None:
+    functions = "\n".join(
+        textwrap.dedent(
+            f"""
+            def test_{n}():
+                @torch.compile(backend="eager")
+                def f(x):
+                    return (x * {n + 2}).sin() + {n}
+                x = torch.ones(8)
+                for _ in range({calls}):
+                    f(x)
+            """
+        )
+        for n in range(tests)
+    )
+    (root / "test_gated.py").write_text("import torch\n" + functions)
+
+
+def write_hot_suite(root: Path, calls: int) -> None:
+    (root / "test_hot.py").write_text(
+        textwrap.dedent(
+            f"""
+            import os, time
+            import torch
+
+            @torch.compile(backend="eager")
+            def f(x):
+                return x * 2 + 1
+
+            def test_hot():
+                x = torch.ones(4)
+                for _ in range(10):
+                    f(x)
+                start = time.perf_counter()
+                for _ in range({calls}):
+                    f(x)
+                elapsed = time.perf_counter() - start
+                with open(os.environ["BENCH_OUT"], "w") as out:
+                    out.write(repr(elapsed))
+            """
+        )
+    )
+
+
+def write_step_conftest(root: Path, backend: str) -> None:
+    """Start the compiler up once at collection, on a function of its own, as the tests
+    before this one would have in a real suite: the time to verdict is then the test's own
+    compiles, not the compiler's one-time start-up (imports, the C++ toolchain)."""
+    options = "" if backend == "inductor" else f'backend="{backend}"'
+    (root / "conftest.py").write_text(
+        textwrap.dedent(
+            f"""
+            import torch
+
+            torch.compile(lambda x: (x + 3).cos(), {options})(torch.ones(3))
+            torch._dynamo.reset()
+            """
+        )
+    )
+
+
+def write_step_suite(root: Path, backend: str) -> None:
+    decorator = (
+        "@torch.compile" if backend == "inductor" else f'@torch.compile(backend="{backend}")'
+    )
+    (root / "test_step.py").write_text(
+        textwrap.dedent(
+            f"""
+            import torch
+
+            step = 0
+
+            {decorator}
+            def scaled(x):
+                return (x * 2).sin() * (step + 1)
+
+            def test_steps():
+                global step
+                for i in range(10):
+                    step = i
+                    scaled(torch.ones(16))
+            """
+        )
+    )
+
+
+def junit_seconds(path: Path) -> float:
+    case = next(ET.parse(path).getroot().iter("testcase"))
+    return float(case.get("time", "nan"))
+
+
+# --- profile of the gated suite ------------------------------------------------------------
+
+
+def where_the_time_goes(workdir: Path, tests: int) -> list[tuple[str, float]]:
+    """Milliseconds per test in the plugin's entry points, from cProfile of one gated run."""
+    profile = workdir / "gated.prof"
+    subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(profile), str(workdir / "launcher.py"),
+         *QUIET, "test_gated.py", "--recompile-budget"],
+        cwd=workdir, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    stats = pstats.Stats(str(profile))
+    wanted = {
+        ("tracker.py", "__enter__"): "start: check, reset caches, install hook",
+        ("tracker.py", "stop"): "stop: remove hook, count entries, compile seconds",
+        ("tracker.py", "_on_compile"): "compile hook (first compiles)",
+        ("gate.py", "results"): "results for the report (summary, JUnit)",
+        ("_torch.py", "reset_caches"): "  of which torch._dynamo.reset()",
+        ("_torch.py", "check_torch"): "  of which importing torch._dynamo, once per session",
+    }
+    found: dict[str, float] = {}
+    for (filename, _line, name), row in stats.stats.items():  # type: ignore[attr-defined]
+        for (suffix, func), label in wanted.items():
+            if filename.endswith(os.path.join("pytest_recompile", suffix)) and name == func:
+                found[label] = found.get(label, 0.0) + row[3]  # cumulative seconds
+    return [(label, found.get(label, 0.0) * 1000 / tests) for label in wanted.values()]
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one small repetition of each")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions per variant")
+    args = parser.parse_args()
+    quick = args.quick
+    reps = args.reps or (1 if quick else 5)
+    verdict_reps = 1 if quick else 3
+    sizes = {
+        "startup_tests": 20 if quick else 200,
+        "gated_tests": 10 if quick else 100,
+        "calls": 5 if quick else 50,
+        "hot_calls": 2000 if quick else 20000,
+    }
+    backend = "eager" if quick else "inductor"
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="recompile-bench-") as tmp:
+        root = Path(tmp)
+        dirs = {name: root / name for name in ("startup", "gated", "hot", "step")}
+        for path in dirs.values():
+            path.mkdir()
+            (path / "launcher.py").write_text(LAUNCHER)
+        write_startup_suite(dirs["startup"], sizes["startup_tests"])
+        write_gated_suite(dirs["gated"], sizes["gated_tests"], sizes["calls"])
+        write_hot_suite(dirs["hot"], sizes["hot_calls"])
+        write_step_suite(dirs["step"], backend)
+        write_step_conftest(dirs["step"], backend)
+
+        print(f"1/5 start-up ({reps * 2} x 2 runs)", file=sys.stderr)
+        start = dirs["startup"]
+        off = ["--collect-only", *QUIET, "-p", "no:recompile"]
+        on = ["--collect-only", *QUIET]
+        run_pytest(start, on)  # write bytecode caches, warm the file system
+        name = f"start-up: --collect-only, {sizes['startup_tests']} tests, not asked for"
+        if shutil.which("valgrind") and not quick:
+            # Wall time on a shared 2-core machine varies by +-20% from run to run, ten times
+            # the 2% to be checked; callgrind's instruction counts repeat to within 0.1%.
+            a, b = interleaved(
+                2,
+                lambda: run_pytest(start, off, instructions=True),
+                lambda: run_pytest(start, on, instructions=True),
+            )
+            results.append(
+                Result(f"{name} (instructions, callgrind)", "-p no:recompile", "installed",
+                       [r.seconds / 1e6 for r in a], [r.seconds / 1e6 for r in b], 1.02,
+                       unit="M instr")
+            )  # fmt: skip
+        counted = bool(results)
+        a, b = interleaved(reps * 2, lambda: run_pytest(start, off), lambda: run_pytest(start, on))
+        results.append(
+            Result(f"{'(no target) ' if counted else ''}{name} (wall)", "-p no:recompile",
+                   "installed", [r.seconds for r in a], [r.seconds for r in b],
+                   float("inf") if counted else 1.02)
+        )  # fmt: skip
+
+        print(f"2/5 gated suite ({reps} x 2 runs)", file=sys.stderr)
+        gated = dirs["gated"]
+        run_pytest(gated, [*QUIET, "test_gated.py", "-p", "no:recompile"])  # warm caches
+        a, b = interleaved(
+            reps,
+            lambda: run_pytest(gated, [*QUIET, "test_gated.py", "-p", "no:recompile"]),
+            lambda: run_pytest(gated, [*QUIET, "test_gated.py", "--recompile-budget"]),
+        )
+        assert all(r.rc == 0 for r in a + b), "the gated suite must pass"
+        results.append(
+            Result(f"gated suite: {sizes['gated_tests']} tests x {sizes['calls']} calls, eager",
+                   "-p no:recompile", "--recompile-budget", [r.seconds for r in a],
+                   [r.seconds for r in b], 1.10)
+        )  # fmt: skip
+        memory = ([r.maxrss_kb / 1024 for r in a], [r.maxrss_kb / 1024 for r in b])
+        suite = results[-1]
+        added_ms = (
+            (statistics.median(suite.b) - statistics.median(suite.a)) * 1000 / sizes["gated_tests"]
+        )
+        breakdown = where_the_time_goes(gated, sizes["gated_tests"])
+
+        print(f"3/5 hot path ({reps} x 2 runs)", file=sys.stderr)
+        hot = dirs["hot"]
+        out = hot / "elapsed.txt"
+        os.environ["BENCH_OUT"] = str(out)
+
+        def read_elapsed() -> float:
+            return float(out.read_text())
+
+        a, b = interleaved(
+            reps,
+            lambda: run_pytest(hot, [*QUIET, "-p", "no:recompile"], timer=read_elapsed),
+            lambda: run_pytest(hot, [*QUIET, "--recompile-budget"], timer=read_elapsed),
+        )
+        results.append(
+            Result(f"hot path: {sizes['hot_calls']} calls of a compiled function",
+                   "ungated", "gated", [r.seconds for r in a], [r.seconds for r in b], 1.02)
+        )  # fmt: skip
+
+        print(f"4/5 fail-fast saving ({verdict_reps} x 2 runs, cold and warm)", file=sys.stderr)
+        step = dirs["step"]
+        junit = step / "junit.xml"
+        ungated = [*QUIET, f"--junitxml={junit}", "-p", "no:recompile"]
+        gated_step = [*QUIET, f"--junitxml={junit}", "--recompile-budget"]
+        fresh = iter(range(1_000_000))
+
+        def cold() -> dict[str, str]:
+            """A compile cache of its own for each run, as on a fresh CI machine."""
+            return {"TORCHINDUCTOR_CACHE_DIR": str(step / f"cache-{next(fresh)}")}
+
+        verdict = lambda: junit_seconds(junit)  # noqa: E731
+        a, b = interleaved(
+            verdict_reps,
+            lambda: run_pytest(step, ungated, timer=verdict, env=cold()),
+            lambda: run_pytest(step, gated_step, timer=verdict, env=cold()),
+        )
+        assert all(r.rc == 0 for r in a) and all(r.rc == 1 for r in b)
+        results.append(
+            Result(f"fail-fast saving: step counter, 10 calls, {backend}, cold compile cache: "
+                   "time to verdict (test duration)", "ungated (8 compiles, then eager)",
+                   "--recompile-budget (fails at call 2)", [r.seconds for r in a],
+                   [r.seconds for r in b], 0.3)
+        )  # fmt: skip
+        warm_cache = {"TORCHINDUCTOR_CACHE_DIR": str(step / "cache-warm")}
+        run_pytest(step, ungated, env=warm_cache)  # fill the cache for both variants
+        a, b = interleaved(
+            verdict_reps,
+            lambda: run_pytest(step, ungated, timer=verdict, env=warm_cache),
+            lambda: run_pytest(step, gated_step, timer=verdict, env=warm_cache),
+        )
+        results.append(
+            Result("(no target) the same, warm compile cache: time to verdict",
+                   "ungated", "--recompile-budget", [r.seconds for r in a],
+                   [r.seconds for r in b], float("inf"))
+        )  # fmt: skip
+
+        print("5/5 memory (from the gated suite runs)", file=sys.stderr)
+        results.append(
+            Result("memory: peak RSS of the gated suite", "-p no:recompile",
+                   "--recompile-budget", memory[0], memory[1], 1.05, unit="MiB")
+        )  # fmt: skip
+
+    print_table(results, reps, quick, added_ms, breakdown)
+    return 0 if quick or all(r.met for r in results) else 1
+
+
+def print_table(
+    results: list[Result],
+    reps: int,
+    quick: bool,
+    added_ms: float,
+    breakdown: list[tuple[str, float]],
+) -> None:
+    import torch  # only for its version string
+
+    cores = os.cpu_count()
+    print(
+        f"pytest-recompile benchmarks, {datetime.date.today().isoformat()}: "
+        f"{platform.system()} {platform.machine()}, {cores} cores, Python "
+        f"{platform.python_version()}, torch {torch.__version__}; {reps} interleaved "
+        f"repetitions per variant"
+        + (" (QUICK: sizes reduced, ratios not meaningful)" if quick else "")
+    )
+    print()
+    print("| benchmark | A | B | A median (spread) | B median (spread) | B/A | target | met |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        a, b = statistics.median(r.a), statistics.median(r.b)
+        informative = r.target == float("inf")
+        target = "-" if informative else f"<= {r.target}"
+        met = "-" if informative else ("yes" if r.met else "NO")
+        print(
+            f"| {r.name} | {r.a_label} | {r.b_label} | {a:.3f} {r.unit} (±{spread(r.a):.1%}) "
+            f"| {b:.3f} {r.unit} (±{spread(r.b):.1%}) | {r.ratio:.3f} | {target} | {met} |"
+        )
+    print()
+    print(f"Added per gated test: {added_ms:.2f} ms (median difference / tests). Where it goes "
+          "(cProfile of one gated run, cumulative ms per test):")  # fmt: skip
+    for label, ms in breakdown:
+        print(f"- {label}: {ms:.2f} ms")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""The benchmark is not a test; this only checks that its quick mode runs end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).parent.parent / "benchmarks" / "run.py"
+
+
+def test_benchmark_quick_mode_runs() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [
+        line for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line
+    ]
+    names = [row.split("|")[1].strip() for row in rows[1:]]
+    assert [name.removeprefix("(no target) ").split(":")[0] for name in names] == [
+        "start-up",
+        "gated suite",
+        "hot path",
+        "fail-fast saving",
+        "the same, warm compile cache",
+        "memory",
+    ]
+    assert "Added per gated test:" in proc.stdout

@@ -1,0 +1,173 @@
+"""The fault matrix: what a test can do to the gate, and what the next test then sees."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from snippets import DOUBLE, HEADER
+
+from pytest_recompile import _torch
+from pytest_recompile.report import PREFIX
+
+NEXT_TEST_SEES_DEFAULTS = """
+from pytest_recompile import _torch
+
+def test_zz_next_test_sees_defaults():
+    assert _torch.current_stance() == "default"
+    assert torch._dynamo.config.recompile_limit == 8
+    assert torch._dynamo.config.error_on_recompile is False
+    assert _torch.installed_hooks() == 1  # this test's own gate, nothing left over
+    assert _torch.metrics_capacity() > 64
+    assert _torch.compile_callbacks() == 1  # this test's CUDA-graph counter
+"""
+
+
+def test_reset_inside_the_test_keeps_the_gate_counting(run) -> None:
+    result = run(
+        DOUBLE
+        + """
+def test_resets():
+    double(torch.ones(2))
+    torch._dynamo.reset()
+    double(torch.ones(2))          # compiles again: the reset dropped the entry, no recompile
+    torch.compiler.reset()
+    double(torch.ones(2))
+    double(torch.ones(3, 3))       # a real recompile, still caught after two resets
+"""
+        + NEXT_TEST_SEES_DEFAULTS,
+        "--recompile-budget",
+    )
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_resets _*",
+            f"{PREFIX} 1 recompile, budget 0*",
+            "    cache entries: 1, compiles: 3*",
+        ]
+    )
+
+
+def test_stance_and_config_left_changed_are_restored_with_a_warning(run) -> None:
+    result = run(
+        DOUBLE
+        + """
+def test_leaks_stance_and_config():
+    torch.compiler.set_stance("force_eager")
+    torch._dynamo.config.recompile_limit = 2
+    torch._dynamo.config.error_on_recompile = True
+
+def test_patches_config_properly():
+    with torch._dynamo.config.patch(recompile_limit=3):
+        double(torch.ones(2))
+"""
+        + NEXT_TEST_SEES_DEFAULTS,
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*RecompileStateLeak: pytest-recompile: test_it.py::test_leaks_stance_and_config "
+            "left stance 'force_eager', torch._dynamo.config.error_on_recompile=True, "
+            "torch._dynamo.config.recompile_limit=2 behind; restored it*"
+        ]
+    )
+    assert "test_patches_config_properly left" not in result.stdout.str()
+
+
+def test_global_torch_state_left_changed_does_not_break_later_verdicts(run) -> None:
+    result = run(
+        DOUBLE
+        + """
+def test_a_leaves_grad_off_and_threads_changed():
+    double(torch.ones(2))
+    torch.set_grad_enabled(False)
+    torch.set_num_threads(1)
+
+def test_b_runs_under_that_state_and_still_passes_at_zero():
+    double(torch.ones(2))
+    double(torch.ones(2))
+
+def test_c_restores():
+    torch.set_grad_enabled(True)
+"""
+    , "--recompile-budget")  # fmt: skip
+    result.assert_outcomes(passed=3)
+
+
+def test_keyboard_interrupt_leaves_nothing_behind(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_it=HEADER
+        + DOUBLE
+        + """
+def test_interrupted():
+    double(torch.ones(2))
+    raise KeyboardInterrupt
+"""
+    )
+    pytester.makeconftest(
+        """
+def pytest_unconfigure(config):
+    from pytest_recompile import _torch
+    state = (_torch.installed_hooks(), _torch.metrics_capacity(), _torch.compile_callbacks(),
+             _torch.current_stance())
+    with open("state.txt", "w") as out:
+        out.write(repr(state))
+"""
+    )
+    result = pytester.runpytest_subprocess("--recompile-budget", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert (pytester.path / "state.txt").read_text() == "(0, 64, 0, 'default')"
+
+
+def test_module_fixture_that_compiles_once(run) -> None:
+    result = run(
+        """
+@pytest.fixture(scope="module")
+def model():
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    compiled = torch.compile(m, backend="eager")
+    compiled(torch.ones(2, 4))
+    return compiled
+
+def test_one(model, recompiles):
+    model(torch.ones(2, 4))
+    assert recompiles.count() == 0
+
+def test_two(model, recompiles):
+    model(torch.ones(2, 4))
+    model(torch.ones(3, 4))  # a recompile in this test: a new batch size
+    assert recompiles.count() == 1
+
+@pytest.mark.max_recompiles(0)
+def test_three(model):
+    model(torch.ones(2, 4))
+""",
+        "--recompile-budget=1",
+    )
+    result.assert_outcomes(passed=3)
+
+
+def test_recompile_on_another_thread_still_fails_the_test(run) -> None:
+    result = run(
+        DOUBLE
+        + """
+import threading
+
+def test_threaded():
+    double(torch.ones(2))
+    worker = threading.Thread(target=double, args=(torch.ones(3, 3),))
+    worker.start()
+    worker.join()
+""",
+        "--recompile-budget",
+        "-W",
+        "ignore::pytest.PytestUnhandledThreadExceptionWarning",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)"])
+
+
+def test_internal_error_is_loud() -> None:
+    with pytest.raises(_torch.InternalError, match=f"{PREFIX} internal error: the compile hook"):
+        _torch._compile_frame(sys._getframe())
