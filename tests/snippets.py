@@ -11,3 +11,11 @@ DOUBLE = """
 def double(x):
     return x * 2
 """
+
+STEP = """
+step = 0
+
+@torch.compile(backend="eager")
+def f(x):
+    return x + step
+"""

@@ -26,4 +26,4 @@ def test_benchmark_quick_mode_runs() -> None:
         "the same, warm compile cache",
         "memory",
     ]
-    assert "Added per gated test:" in proc.stdout
+    assert "Added per gated test, median difference / tests:" in proc.stdout

@@ -5,17 +5,9 @@ from __future__ import annotations
 from glob import escape as esc
 
 import pytest
-from snippets import DOUBLE, HEADER
+from snippets import DOUBLE, HEADER, STEP
 
 from pytest_recompile.report import EAGER_FALLBACK, PREFIX, STOPPED
-
-STEP = """
-step = 0
-
-@torch.compile(backend="eager")
-def f(x):
-    return x + step
-"""
 
 
 def test_global_int_fails_fast_with_the_guard(run) -> None:

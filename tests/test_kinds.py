@@ -7,7 +7,7 @@ from glob import escape as esc
 
 import pytest
 import torch
-from snippets import DOUBLE
+from snippets import DOUBLE, STEP
 
 from pytest_recompile import RecompileTracker
 from pytest_recompile.guards import (
@@ -285,24 +285,21 @@ def test_hints_name_the_usual_fix() -> None:
     assert "rank" in hint_for("TENSOR_MATCH", "rank", "x", "")
 
 
-STEP = """
-step = 0
-
-@torch.compile(backend="eager")
-def f(x):
-    return x + step
-
+STEPS = (
+    STEP
+    + """
 def run_steps(n):
     global step
     for i in range(n):
         step = i
         f(torch.ones(2))
 """
+)
 
 
 def test_baked_constant_under_expect_tensor_match_names_equals_match(run) -> None:
     result = run(
-        STEP
+        STEPS
         + """
 @pytest.mark.max_recompiles(3)
 @pytest.mark.expect_guards("TENSOR_MATCH")

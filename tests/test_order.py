@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from snippets import DOUBLE, HEADER
+from snippets import DOUBLE, HEADER, STEP
 
 SUITE = (
     HEADER
     + DOUBLE
+    + STEP
     + """
-step = 0
-
-@torch.compile(backend="eager")
-def f(x):
-    return x + step
-
 def test_shapes_a():
     double(torch.ones(4))
 

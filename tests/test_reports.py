@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 import torch
-from snippets import DOUBLE, HEADER
+from snippets import DOUBLE, HEADER, STEP
 
 from pytest_recompile import (
     CompiledWhileWarm,
@@ -31,13 +31,8 @@ from pytest_recompile.report import PREFIX, SCHEMA_FILE
 SUITE = (
     HEADER
     + DOUBLE
+    + STEP
     + """
-step = 0
-
-@torch.compile(backend="eager")
-def f(x):
-    return x + step
-
 def test_clean():
     double(torch.ones(2))
 
@@ -176,14 +171,9 @@ def test_atomic_write_keeps_the_old_file_on_failure(tmp_path: Path) -> None:
 
 BASELINE_SUITE = (
     HEADER
+    + STEP
     + """
 import os
-
-step = 0
-
-@torch.compile(backend="eager")
-def f(x):
-    return x + step
 
 def test_steps():
     global step
