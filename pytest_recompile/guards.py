@@ -125,8 +125,9 @@ _TENSOR_DETAIL = (
     ("device", "device"),
     ("storage offset", "storage_offset"),
 )
-# expected type of 'y' to be a tensor type, ' but found <class 'NoneType'>
-_NOT_A_TENSOR = re.compile(r"^expected type of '(?P<source>.+?)' to be a tensor type")
+# 2.13: expected type of 'y' to be a tensor type, ' but found <class 'NoneType'>
+# 2.14: expected type of 'y' to be <class 'torch.Tensor'>, but found <class 'NoneType'>
+_NOT_A_TENSOR = re.compile(r"^expected type of '(?P<source>.+?)' to be (?P<want>.*?)\bbut found")
 _FOUND = re.compile(r"found <class '(?P<found>[^']+)'>")
 _SHAPE = re.compile(r"\.(size|stride)\(\)|storage_offset\(\)|\bEq\(|\bNe\(|mark_unbacked")
 _EQUALS = re.compile(r"^(?P<source>.+?) == (?P<expected>.+)$", re.DOTALL)
@@ -223,11 +224,12 @@ def classify_text(
     wrong_type = _NOT_A_TENSOR.match(text)
     if wrong_type:
         found = _FOUND.search(text)
+        tensor = "ensor" in wrong_type.group("want")
         return (
-            "TENSOR_MATCH",
-            "type",
+            "TENSOR_MATCH" if tensor else "TYPE_MATCH",
+            "type" if tensor else None,
             wrong_type.group("source"),
-            "a tensor",
+            "a tensor" if tensor else wrong_type.group("want").strip(" ,'"),
             found.group("found") if found else None,
         )
     if text.startswith("GLOBAL_STATE changed:"):

@@ -191,7 +191,7 @@ def train_eval() -> None:
         (stride, "TENSOR_MATCH(stride)", "tensor 'x' stride mismatch at index 0*"),
         (requires_grad, "TENSOR_MATCH(requires_grad)", "tensor 'x' requires_grad mismatch*"),
         (device, "TENSOR_MATCH(device)", "tensor 'x' dispatch key set mismatch*"),
-        (not_a_tensor, "TENSOR_MATCH(type)", "expected type of 'y' to be a tensor type*"),
+        (not_a_tensor, "TENSOR_MATCH(type)", "expected type of 'y' to be *"),
         (grad_mode, "GLOBAL_STATE(grad_mode)", "GLOBAL_STATE changed: grad_mode"),
         (autocast, "GLOBAL_STATE(autocast*", "GLOBAL_STATE changed: autocast*"),
         (new_function, "ID_MATCH", "___check_obj_id(fn, *"),
@@ -245,6 +245,10 @@ def test_every_kind_torch_produces(scenario: Callable[[], None], label: str, tex
         ("utils_device.CURRENT_DEVICE == None", "DEFAULT_DEVICE", None, None, None, None),
         ("BACKEND_MATCH failure: torch.compile detected different backend",
          "BACKEND_MATCH", None, None, None, None),
+        ("expected type of 'y' to be a tensor type, ' but found <class 'NoneType'>",
+         "TENSOR_MATCH", "type", "y", "a tensor", "NoneType"),  # torch 2.13
+        ("expected type of 'y' to be <class 'torch.Tensor'>, but found <class 'NoneType'>",
+         "TENSOR_MATCH", "type", "y", "a tensor", "NoneType"),  # torch 2.14
         ("something torch has not said before", "OTHER", None, None, None, None),
     ],
 )  # fmt: skip
