@@ -106,7 +106,10 @@ def check_kind(name: object, where: str) -> str:
 _ENTRY = re.compile(r"^\s*(?P<entry>\d+/\d+):\s*")
 # torch aligns the guard text, then comments it with the user's source line and location:
 #   G['step'] == 0                         # return x + step  # tests/test_a.py:5 in f
-_COMMENT = re.compile(r"\s{2,}#\s.*?(?=;\s|$)")
+# Several failing parts are joined by "; ", each with its own comment; the user's line may
+# hold ";" and "#" itself, so a comment ends at its location, or else at the end of the line.
+_COMMENT = re.compile(r"\s{2,}#\s.*?\s#\s[^\s#]*:\d+ in [\w<>.]+")
+_TRAILING_COMMENT = re.compile(r"\s{2,}#\s.*$")
 _STACK = "\nUser stack trace:"
 
 # tensor 'x' size mismatch at index 0. expected 4, actual 8   (older: tensor 'L['x']' ...)
@@ -181,7 +184,9 @@ def same_guard_text(text: str) -> str:
 def strip_comment(text: str) -> str:
     """A guard's code part without torch's alignment and ``# source  # file:line`` comment."""
     first = text.split(_STACK, 1)[0]
-    lines = [_COMMENT.sub("", line).strip() for line in first.splitlines()]
+    lines = [
+        _TRAILING_COMMENT.sub("", _COMMENT.sub("", line)).strip() for line in first.splitlines()
+    ]
     return "; ".join(line for line in lines if line)
 
 
@@ -224,12 +229,12 @@ def classify_text(
     wrong_type = _NOT_A_TENSOR.match(text)
     if wrong_type:
         found = _FOUND.search(text)
-        tensor = "ensor" in wrong_type.group("want")
+        wants_tensor = "ensor" in wrong_type.group("want")
         return (
-            "TENSOR_MATCH" if tensor else "TYPE_MATCH",
-            "type" if tensor else None,
+            "TENSOR_MATCH" if wants_tensor else "TYPE_MATCH",
+            "type" if wants_tensor else None,
             wrong_type.group("source"),
-            "a tensor" if tensor else wrong_type.group("want").strip(" ,'"),
+            "a tensor" if wants_tensor else wrong_type.group("want").strip(" ,'"),
             found.group("found") if found else None,
         )
     if text.startswith("GLOBAL_STATE changed:"):

@@ -249,6 +249,9 @@ def test_every_kind_torch_produces(scenario: Callable[[], None], label: str, tex
          "TENSOR_MATCH", "type", "y", "a tensor", "NoneType"),  # torch 2.13
         ("expected type of 'y' to be <class 'torch.Tensor'>, but found <class 'NoneType'>",
          "TENSOR_MATCH", "type", "y", "a tensor", "NoneType"),  # torch 2.14
+        # The user's source line in torch's comment may hold ";" (found by hypothesis).
+        ("0/0: y is None                  # f(a); g(b)  # t.py:3 in f",
+         "NONE_MATCH", None, "y", None, None),
         ("something torch has not said before", "OTHER", None, None, None, None),
     ],
 )  # fmt: skip
@@ -256,6 +259,14 @@ def test_text_fallback(raw, kind, detail, source, expected, actual) -> None:
     reason = parse_reason(raw)
     assert (reason.kind, reason.detail, reason.source) == (kind, detail, source)
     assert (reason.expected, reason.actual) == (expected, actual)
+
+
+def test_several_failing_parts_each_lose_their_comment() -> None:
+    raw = (
+        "0/1: G['a'] == 1        # a = 1; b = 2  # t.py:3 in f; "
+        "G['b'] == 2        # return a + b  # t.py:4 in f"
+    )
+    assert parse_reason(raw).text == "G['a'] == 1; G['b'] == 2"
 
 
 def test_leaf_kind_wins_over_text() -> None:
