@@ -22,6 +22,14 @@ depend on the machine; the ratios are what the targets are about.
    another function, as earlier tests of a suite would have. Target <= 0.3. The same with a
    warm cache is reported too, without a target.
 5. memory: peak RSS of the gated suite (B) vs off (A). Target <= 1.05.
+6. warmed in a module fixture: 20 tests calling a 2-layer ``nn.TransformerEncoder`` (d_model
+   64, inductor) three times each at one shape under ``no_grad``, the model compiled and
+   warmed once in a module-scoped fixture; ``--recompile-budget`` (B) vs ``-p no:recompile``
+   (A), each run with a fresh inductor cache directory. Target <= 1.10: isolation keeps the
+   fixture's entries, so no test traces the model again.
+7. first called inside tests: the same model compiled at module level and first called
+   inside the tests. Isolation drops what each test compiled, so every gated test compiles
+   it again (its cost is what the summary reports as isolation); the ratio, no target.
 """
 
 from __future__ import annotations
@@ -256,6 +264,59 @@ def write_step_suite(root: Path, backend: str) -> None:
     )
 
 
+TRANSFORMER = """
+import pytest
+import torch
+
+def make_model():
+    layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, num_layers=2).eval()
+    return torch.compile(model{options})
+"""
+
+
+def write_transformer_suite(root: Path, tests: int, backend: str, *, warmed: bool) -> None:
+    """``tests`` tests each calling the model three times at one shape under no_grad; the
+    model warmed in a module-scoped fixture, or compiled at module level and first called
+    inside the tests."""
+    options = "" if backend == "inductor" else f', backend="{backend}"'
+    head = TRANSFORMER.format(options=options)
+    if warmed:
+        head += textwrap.dedent(
+            """
+            @pytest.fixture(scope="module")
+            def model():
+                compiled = make_model()
+                with torch.no_grad():
+                    compiled(torch.randn(4, 16, 64))
+                return compiled
+            """
+        )
+    else:
+        head += textwrap.dedent(
+            """
+            compiled = make_model()
+
+            @pytest.fixture
+            def model():
+                return compiled
+            """
+        )
+    body = "\n".join(
+        textwrap.dedent(
+            f"""
+            def test_{n}(model):
+                x = torch.randn(4, 16, 64)
+                with torch.no_grad():
+                    for _ in range(3):
+                        model(x)
+            """
+        )
+        for n in range(tests)
+    )
+    (root / "test_model.py").write_text(head + body)
+
+
 def junit_seconds(path: Path) -> float:
     case = next(ET.parse(path).getroot().iter("testcase"))
     return float(case.get("time", "nan"))
@@ -274,12 +335,12 @@ def where_the_time_goes(workdir: Path, tests: int) -> list[tuple[str, float]]:
     )  # fmt: skip
     stats = pstats.Stats(str(profile))
     wanted = {
-        ("tracker.py", "__enter__"): "start: check, reset caches, install hook",
-        ("tracker.py", "stop"): "stop: remove hook, count entries, compile seconds",
-        ("tracker.py", "_on_compile"): "compile hook (first compiles)",
+        ("tracker.py", "start"): "start: metrics capacity, compile callbacks",
+        ("isolation.py", "isolate"): "isolation: drop what earlier tests compiled",
+        ("tracker.py", "stop"): "stop: count entries, graph breaks, compile seconds",
+        ("gate.py", "on_compile"): "compile hook (first compiles)",
         ("gate.py", "results"): "results for the report (summary, JUnit)",
-        ("_torch.py", "reset_caches"): "  of which torch._dynamo.reset()",
-        ("_torch.py", "check_torch"): "  of which importing torch._dynamo, once per session",
+        ("_torch.py", "check_torch"): "importing torch._dynamo, once per session",
     }
     found: dict[str, float] = {}
     for (filename, _line, name), row in stats.stats.items():  # type: ignore[attr-defined]
@@ -310,7 +371,9 @@ def main() -> int:
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="recompile-bench-") as tmp:
         root = Path(tmp)
-        dirs = {name: root / name for name in ("startup", "gated", "hot", "step")}
+        dirs = {
+            name: root / name for name in ("startup", "gated", "hot", "step", "warmed", "inside")
+        }
         for path in dirs.values():
             path.mkdir()
             (path / "launcher.py").write_text(LAUNCHER)
@@ -319,8 +382,11 @@ def main() -> int:
         write_hot_suite(dirs["hot"], sizes["hot_calls"])
         write_step_suite(dirs["step"], backend)
         write_step_conftest(dirs["step"], backend)
+        model_tests = 4 if quick else 20
+        write_transformer_suite(dirs["warmed"], model_tests, backend, warmed=True)
+        write_transformer_suite(dirs["inside"], model_tests, backend, warmed=False)
 
-        print(f"1/5 start-up ({reps * 2} x 2 runs)", file=sys.stderr)
+        print(f"1/7 start-up ({reps * 2} x 2 runs)", file=sys.stderr)
         start = dirs["startup"]
         off = ["--collect-only", *QUIET, "-p", "no:recompile"]
         on = ["--collect-only", *QUIET]
@@ -347,7 +413,7 @@ def main() -> int:
                    float("inf") if counted else 1.02)
         )  # fmt: skip
 
-        print(f"2/5 gated suite ({reps} x 2 runs)", file=sys.stderr)
+        print(f"2/7 gated suite ({reps} x 2 runs)", file=sys.stderr)
         gated = dirs["gated"]
         run_pytest(gated, [*QUIET, "test_gated.py", "-p", "no:recompile"])  # warm caches
         a, b = interleaved(
@@ -368,7 +434,7 @@ def main() -> int:
         )
         breakdown = where_the_time_goes(gated, sizes["gated_tests"])
 
-        print(f"3/5 hot path ({reps} runs, blocks interleaved in each)", file=sys.stderr)
+        print(f"3/7 hot path ({reps} runs, blocks interleaved in each)", file=sys.stderr)
         hot = dirs["hot"]
         out = hot / "elapsed.json"
         os.environ["BENCH_OUT"] = str(out)
@@ -383,7 +449,7 @@ def main() -> int:
                    blocks["a"], blocks["b"], 1.02)
         )  # fmt: skip
 
-        print(f"4/5 fail-fast saving ({verdict_reps} x 2 runs, cold and warm)", file=sys.stderr)
+        print(f"4/7 fail-fast saving ({verdict_reps} x 2 runs, cold and warm)", file=sys.stderr)
         step = dirs["step"]
         junit = step / "junit.xml"
         ungated = [*QUIET, f"--junitxml={junit}", "-p", "no:recompile"]
@@ -420,11 +486,41 @@ def main() -> int:
                    [r.seconds for r in b], float("inf"))
         )  # fmt: skip
 
-        print("5/5 memory (from the gated suite runs)", file=sys.stderr)
+        print("5/7 memory (from the gated suite runs)", file=sys.stderr)
         results.append(
             Result("memory: peak RSS of the gated suite", "-p no:recompile",
                    "--recompile-budget", memory[0], memory[1], 1.05, unit="MiB")
         )  # fmt: skip
+
+        for index, (key, label, target) in enumerate(
+            (
+                ("warmed", "warmed in a module fixture", 1.10),
+                ("inside", "(no target) first called inside the tests", float("inf")),
+            ),
+            start=6,
+        ):
+            print(f"{index}/7 {label} ({verdict_reps} x 2 runs)", file=sys.stderr)
+            where = dirs[key]
+
+            def fresh_cache(where: Path = where) -> dict[str, str]:
+                return {"TORCHINDUCTOR_CACHE_DIR": str(where / f"cache-{next(fresh)}")}
+
+            a, b = interleaved(
+                verdict_reps,
+                lambda where=where: run_pytest(
+                    where, [*QUIET, "-p", "no:recompile"], env=fresh_cache()
+                ),
+                lambda where=where: run_pytest(
+                    where, [*QUIET, "--recompile-budget"], env=fresh_cache()
+                ),
+            )
+            assert all(r.rc == 0 for r in a + b), f"the {key} suite must pass"
+            results.append(
+                Result(f"{label}: {model_tests} tests x 3 calls of a 2-layer "
+                       f"TransformerEncoder, {backend}, fresh compile cache per run",
+                       "-p no:recompile", "--recompile-budget", [r.seconds for r in a],
+                       [r.seconds for r in b], target)
+            )  # fmt: skip
 
     print_table(results, reps, quick, added_ms, breakdown)
     return 0 if quick or all(r.met for r in results) else 1

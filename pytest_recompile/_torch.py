@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,6 +45,9 @@ _COMPILE_LOCALS = ("code", "frame", "cache_size", "compile_id")
 RESUME_PREFIX = "torch_dynamo_resume_in_"
 # torch.compile(module) of a torch-owned module compiles external_utils.wrap_inline's inner.
 _WRAPPER_FILE = os.path.join("_dynamo", "external_utils.py")
+# torch's wrapper code -> compile id of each of its entries -> the callable it was made for.
+_WRAPPED: weakref.WeakKeyDictionary[CodeType, dict[str, CodeType]] = weakref.WeakKeyDictionary()
+_CONVERT_FILE = os.path.join("_dynamo", "convert_frame.py")
 # Metric capacity while a tracker is active (torch keeps 64 by default).
 METRICS_CAPACITY = 4096
 
@@ -168,22 +172,80 @@ def _parent_code(code: CodeType) -> CodeType:
     return code
 
 
-def _wrapped_target(code: CodeType, frame: Any) -> tuple[CodeType, str] | None:
-    """torch.compile(nn.Linear(...)) compiles a torch-internal wrapper; name what it wraps."""
-    if code.co_name != "inner" or not code.co_filename.endswith(_WRAPPER_FILE):
-        return None
+def _function_of(value: Any) -> Any:
+    """The plain function behind a bound method, a partial or a callable object."""
+    for _ in range(16):
+        if isinstance(value, functools.partial):
+            value = value.func
+        elif hasattr(value, "__func__"):
+            value = value.__func__
+        else:
+            break
+    return value
+
+
+def _named(fn: Any) -> tuple[CodeType, str] | None:
+    """(code, qualname) of the user's function behind ``fn``, decorators unwrapped."""
+    import inspect
+
     import torch
 
-    fn = frame.f_locals.get("fn")
     if isinstance(fn, torch.nn.Module):
         forward = getattr(type(fn).forward, "__code__", None)
         if isinstance(forward, CodeType):
             return forward, f"{type(fn).__qualname__}.forward"
         return None
-    target = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    if isinstance(target, CodeType):
-        return target, getattr(fn, "__qualname__", target.co_name)
+    fn = _function_of(fn)
+    try:
+        fn = _function_of(inspect.unwrap(fn))
+    except ValueError:  # a __wrapped__ cycle
+        pass
+    code = getattr(fn, "__code__", None)
+    if isinstance(code, CodeType):
+        return code, str(getattr(fn, "__qualname__", code.co_name))
+    calls = [vars(cls)["__call__"] for cls in type(fn).__mro__ if "__call__" in vars(cls)]
+    code = getattr(calls[0], "__code__", None) if calls else None  # a callable object
+    if isinstance(code, CodeType):
+        return code, f"{type(fn).__qualname__}.__call__"
     return None
+
+
+def _caller_function(code: CodeType, compile_frame: FrameType) -> Any:
+    """The function object whose frame is being compiled, found in its caller's locals.
+
+    The frame Dynamo compiles is not on the Python stack yet; its caller is, right below
+    torch's frames (``forward_call`` in ``Module._call_impl``, ``fn`` in a wrapper).
+    """
+    frame = compile_frame.f_back
+    while frame is not None and frame.f_code.co_filename.endswith(_CONVERT_FILE):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    for value in list(frame.f_locals.values()):
+        if getattr(_function_of(value), "__code__", None) is code:
+            return value
+    return None
+
+
+def _user_target(
+    code: CodeType, user_frame: Any, compile_frame: FrameType
+) -> tuple[CodeType, str] | None:
+    """A better name than the compiled code's own, where torch or a decorator stands between.
+
+    - ``torch.compile`` of a torch module, a ``functools.partial`` or a callable object
+      compiles ``external_utils.wrap_inline``'s ``inner``: name what it wraps;
+    - a function decorated with ``functools.wraps`` compiles the decorator's wrapper:
+      name the function it wraps (``__wrapped__``).
+    """
+    if code.co_name == "inner" and code.co_filename.endswith(_WRAPPER_FILE):
+        return _named(user_frame.f_locals.get("fn"))
+    if not code.co_freevars and "<locals>" not in getattr(code, "co_qualname", ""):
+        return None
+    fn = _caller_function(code, compile_frame)
+    if fn is None or not hasattr(_function_of(fn), "__wrapped__"):
+        return None
+    found = _named(fn)
+    return found if found is not None and found[0] is not code else None
 
 
 def _event_from(compile_frame: FrameType) -> CompileEvent:
@@ -195,16 +257,36 @@ def _event_from(compile_frame: FrameType) -> CompileEvent:
     user_frame = loc["frame"]
     cache_size = loc["cache_size"]
     compile_id = loc["compile_id"]
-    recompile = bool(user_frame is not None and is_recompilation(cache_size))
-    exceeded, limit_type = exceeds_recompile_limit(cache_size, compile_id)
     reasons = tuple(loc.get("reasons") or ())
     entries = loc.get("cache_entries_for_reasons")
     if entries is None:
         entries = _entry_list(code)
+    entries = list(entries)
+    kept = kept_entries(code)
+    if kept and user_frame is not None:
+        # Entries re-installed by keep_only() are invisible to torch's count and reasons:
+        # count them toward torch's limits (so recompile_limit means what the user set) and
+        # give their guard failures, as torch would have.
+        reasons += _kept_reasons(kept, user_frame, loc.get("compiler_fn"))
+        _count_kept(cache_size, user_frame, kept)
+        entries += kept
+    recompile = bool(user_frame is not None and is_recompilation(cache_size))
+    exceeded, limit_type = exceeds_recompile_limit(cache_size, compile_id)
     function, label = _parent_code(code), None
-    wrapped = _wrapped_target(function, user_frame) if user_frame is not None else None
-    if wrapped is not None:
-        function, label = wrapped
+    if user_frame is not None:
+        named = _user_target(function, user_frame, compile_frame)
+        if named is not None:
+            if function.co_filename.endswith(_WRAPPER_FILE):
+                # torch hangs every wrapped callable's entries on one wrapper: those made for
+                # another callable are not this one's (entries made before the first hook
+                # was installed are unknown, and kept).
+                made_for = _WRAPPED.setdefault(code, {})
+                made_for[str(compile_id)] = named[0]
+                reasons = tuple(
+                    r for r in reasons if made_for.get(r.partition(":")[0], named[0]) is named[0]
+                )
+                recompile = recompile and bool(reasons)
+            function, label = named
     return CompileEvent(
         code=code,
         function=function,
@@ -217,26 +299,170 @@ def _event_from(compile_frame: FrameType) -> CompileEvent:
     )
 
 
+# --- keeping some cache entries, dropping the rest -----------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class KeptEntry:
+    """What it takes to put a cache entry back: the same fields torch's CacheEntry has."""
+
+    compile_id: Any  # torch's CompileId (printed "0/1")
+    guard_manager: Any
+    code: CodeType  # the compiled (transformed) bytecode
+
+    @property
+    def key(self) -> int:
+        return id(self.guard_manager)
+
+
+_KEPT: weakref.WeakKeyDictionary[CodeType, tuple[KeptEntry, ...]] = weakref.WeakKeyDictionary()
+
+
+@functools.cache
+def can_keep_entries() -> bool:
+    """Whether this torch lets single cache entries be kept while the rest are dropped."""
+    import torch._C._dynamo.eval_frame as eval_frame
+    from torch._dynamo import cache_size, guards
+
+    needed = (
+        hasattr(eval_frame, "reset_code"),
+        hasattr(eval_frame, "_load_precompile_entry"),
+        hasattr(eval_frame, "_debug_get_precompile_entries"),
+        hasattr(guards, "get_and_maybe_log_recompilation_reasons"),
+        hasattr(cache_size, "compute_cache_size"),
+        all(
+            name in getattr(cache_size.CacheSizeRelevantForFrame, "__dataclass_fields__", {})
+            for name in _CACHE_SIZE_FIELDS
+        ),
+    )
+    return all(needed)
+
+
+_CACHE_SIZE_FIELDS = ("num_cache_entries", "num_cache_entries_with_same_id_matched_objs")
+
+
+def entries(code: CodeType) -> list[KeptEntry]:
+    """The cache entries on ``code`` that torch counts, newest first (kept ones excluded)."""
+    return [KeptEntry(e.compile_id, e.guard_manager, e.code) for e in _entry_list(code)]
+
+
+def kept_entries(code: CodeType) -> tuple[KeptEntry, ...]:
+    """The entries keep_only() re-installed on ``code`` and that are still there.
+
+    A ``torch._dynamo.reset()`` since then removed them; they are forgotten here too.
+    """
+    kept = _KEPT.get(code)
+    if not kept:
+        return ()
+    import torch._C._dynamo.eval_frame as eval_frame
+
+    if len(eval_frame._debug_get_precompile_entries(code)) != len(kept):
+        del _KEPT[code]
+        return ()
+    return kept
+
+
+def keep_only(code: CodeType, keep: list[KeptEntry]) -> None:
+    """Drop every cache entry of ``code`` but ``keep``, which torch then still matches.
+
+    torch has no way to remove one entry from a code object's list: invalidating an entry
+    leaves it in the list, where it counts toward recompile_limit. So the list is emptied
+    (``reset_code``, which also empties the second list below) and the kept entries are put
+    in the second list torch checks on a miss, where ``_load_precompile_entry`` puts
+    ahead-of-time compiled entries. torch counts neither for recompile_limit nor asks them
+    for reasons: :func:`_event_from` does both. Emptying the list runs the entries'
+    destructors, which clear their guard managers' back-pointers to them, so no invalidation
+    callback can reach the freed entries.
+    """
+    import torch._C._dynamo.eval_frame as eval_frame
+
+    eval_frame.reset_code(code)
+    for entry in keep:
+        eval_frame._load_precompile_entry(code, entry.guard_manager, entry.code)
+    if keep:
+        _KEPT[code] = tuple(keep)
+    else:
+        _KEPT.pop(code, None)
+
+
+def _kept_reasons(
+    kept: tuple[KeptEntry, ...], user_frame: Any, compiler_fn: Any
+) -> tuple[str, ...]:
+    from torch._dynamo.eval_frame import innermost_backend
+    from torch._dynamo.guards import get_and_maybe_log_recompilation_reasons
+
+    backend: Any = innermost_backend(compiler_fn) if compiler_fn is not None else None
+    entries: list[Any] = list(kept)  # they have the fields torch reads of a CacheEntry
+    return tuple(
+        get_and_maybe_log_recompilation_reasons(entries, user_frame, backend, skip_logging=True)
+    )
+
+
+def _count_kept(cache_size: Any, user_frame: Any, kept: tuple[KeptEntry, ...]) -> None:
+    from torch._dynamo.cache_size import compute_cache_size
+
+    extra = compute_cache_size(user_frame, list(kept))
+    for name in (*_CACHE_SIZE_FIELDS, "total_cache_entries_all_regions"):
+        if hasattr(cache_size, name):
+            setattr(cache_size, name, getattr(cache_size, name) + getattr(extra, name))
+
+
+def code_state() -> Any:
+    """A copy of torch's automatic-dynamic state (which dims were seen to vary)."""
+    import copy
+
+    import torch._dynamo.pgo as pgo
+
+    return copy.deepcopy(pgo._CODE_STATE)
+
+
+def restore_code_state(saved: Any) -> None:
+    import copy
+
+    import torch._dynamo.pgo as pgo
+
+    pgo._CODE_STATE = copy.deepcopy(saved)
+
+
+# Per-process state that mirrors torch's own (its hook list and its cache lists are global):
+# the callbacks behind the one hook, and the entries re-installed by keep_only().
+_SUBSCRIBERS: list[Callable[[CompileEvent], None]] = []
+_HOOK_LIST_WAS_NONE = [False]
+
+
+def _hook() -> str:
+    if _SUBSCRIBERS:
+        event = _event_from(_compile_frame(sys._getframe(1)))
+        for callback in list(_SUBSCRIBERS):
+            callback(event)
+    return ""
+
+
 def install_compile_hook(callback: Callable[[CompileEvent], None]) -> Callable[[], None]:
     """Call ``callback`` before every frame compile; return the function that removes it.
 
-    An exception raised by ``callback`` propagates to the compiled function's caller and
-    the compile does not happen. Removal restores torch's hook list exactly.
+    One hook is registered with torch however many callbacks there are, so each compile is
+    read once and every callback gets the same event, in the order they were installed.
+    An exception raised by a callback propagates to the compiled function's caller, the
+    compile does not happen and later callbacks do not run. Removing the last callback
+    restores torch's hook list exactly.
     """
     import torch._dynamo.utils as dynamo_utils
 
-    def hook() -> str:
-        callback(_event_from(_compile_frame(sys._getframe(1))))
-        return ""
-
-    before = dynamo_utils._recompile_user_contexts
-    dynamo_utils.register_hook_for_recompile_user_context(hook)
+    if not _SUBSCRIBERS:
+        _HOOK_LIST_WAS_NONE[0] = dynamo_utils._recompile_user_contexts is None
+        dynamo_utils.register_hook_for_recompile_user_context(_hook)
+    _SUBSCRIBERS.append(callback)
 
     def remove() -> None:
+        if callback in _SUBSCRIBERS:
+            _SUBSCRIBERS.remove(callback)
+        if _SUBSCRIBERS:
+            return
         hooks = dynamo_utils._recompile_user_contexts
-        if hooks is not None and hook in hooks:
-            hooks.remove(hook)
-            if not hooks and before is None:
+        if hooks is not None and _hook in hooks:
+            hooks.remove(_hook)
+            if not hooks and _HOOK_LIST_WAS_NONE[0]:
                 dynamo_utils._recompile_user_contexts = None
 
     return remove
@@ -402,6 +628,30 @@ def cudagraph_recordings() -> Iterator[list[str]]:
     finally:
         if on_start in callback_handler.start_callbacks:
             callback_handler.remove_start_callback(on_start)
+
+
+@contextmanager
+def on_compile_end(callback: Callable[[], None]) -> Iterator[Callable[[], None]]:
+    """Call ``callback`` after each compile inside the block.
+
+    ``torch._dynamo.reset()`` drops compile callbacks; the function yielded registers the
+    callback again if it is gone (call it when a compile starts).
+    """
+    from torch._dynamo.callback import CallbackArgs, callback_handler
+
+    def on_end(args: CallbackArgs) -> None:
+        callback()
+
+    def ensure() -> None:
+        if on_end not in callback_handler.end_callbacks:
+            callback_handler.register_end_callback(on_end)
+
+    ensure()
+    try:
+        yield ensure
+    finally:
+        if on_end in callback_handler.end_callbacks:
+            callback_handler.remove_end_callback(on_end)
 
 
 # --- stance ------------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def read_baseline(path: str, where: str) -> dict[str, int]:
     return counts
 
 
-def baseline_document(results: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+def baseline_document(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The baseline of a run: every gated test that recompiled, with its counts."""
     tests = {}
     for nodeid in sorted(results):

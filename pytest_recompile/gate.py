@@ -7,6 +7,7 @@ asked for, so a session without the gate never pays for it.
 
 from __future__ import annotations
 
+import functools
 import platform
 import sys
 import warnings
@@ -18,48 +19,177 @@ import pytest
 
 from . import __version__, _torch
 from .baseline import baseline_document, write_json_atomic
+from .isolation import Ledger, Owner
 from .names import PREFIX
-from .plugin import BUDGET_KEY, RESULTS_KEY, TRACKER_KEY, Settings, assign_budgets
+from .plugin import BUDGET_KEY, FIXTURES_KEY, TRACKER_KEY, Settings, assign_budgets
 from .report import (
+    TestSummary,
     call_site,
     failure_message,
+    fixture_limit_lines,
     report_document,
     summarize_test,
     summary_lines,
 )
-from .tracker import RecompileBudgetExceeded, RecompileTracker
+from .tracker import RecompileBudgetExceeded, RecompileTracker, Violation
 
 
 class Gate:
-    """Tracks compiles in every gated test and judges them."""
+    """Tracks compiles in every gated test and judges them; keeps each test's starting
+    state to what its live wider fixtures compiled (see :mod:`pytest_recompile.isolation`)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.ledger = Ledger()
+        self.tracker: RecompileTracker | None = None  # the running gated test's
+        self.item: pytest.Item | None = None  # the test whose phases are running
+        self.test_owner: Owner | None = None
+        self.fixture_trackers: list[RecompileTracker] = []  # wider fixtures being set up
+        self.live: dict[int, Owner] = {}  # id(fixturedef) -> owner of its current set-up
+        self.tearing: dict[int, Owner] = {}  # id(fixturedef) -> its teardown, while it runs
+        self.isolating_setup = False  # an isolated test's set-up is running
+        self.keeps_entries = True  # False: this torch needs a full reset instead
+        self.reset_pending = False  # the full reset waits until the wider fixtures are set up
+        self._unhook: Any = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         assign_budgets(items, self.settings)
 
+    def _listen(self) -> None:
+        """Start seeing every compile (once per session, before the first test runs)."""
+        if self._unhook is not None:
+            return
+        try:
+            _torch.check_torch()
+        except _torch.TorchUnsupported as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.keeps_entries = _torch.can_keep_entries()
+        self._unhook = _torch.install_compile_hook(self.on_compile)
+
+    def pytest_unconfigure(self) -> None:
+        # A run ended mid-test (KeyboardInterrupt, pytest.exit) skips teardown: stop here.
+        for tracker in [self.tracker, *self.fixture_trackers]:
+            if tracker is not None:
+                tracker.stop()
+        if self._unhook is not None:
+            self._unhook()
+            self._unhook = None
+
+    # -- compiles -------------------------------------------------------------------------------
+
+    def on_compile(self, event: _torch.CompileEvent) -> None:
+        """Every compile of the session: who owns it, and the tracker that records it."""
+        again = self.ledger.compiled_again(event.code)
+        owner = self.ledger.note(event)
+        if owner.kind == "fixture" and self.fixture_trackers:
+            self.fixture_trackers[-1].on_compile(event, again=again)
+        elif owner is self.test_owner and self.tracker is not None and self.tracker.active:
+            self.tracker.on_compile(event, against=self._against(event), again=again)
+
+    def _against(self, event: _torch.CompileEvent) -> str | None:
+        """Name the live fixtures whose entries rejected the call, if the test does not use
+        them: the one case where a verdict depends on which tests ran before."""
+        if not event.is_recompile or self.item is None:
+            return None
+        owners = self.ledger.owners_of(event.code)
+        used = set(getattr(self.item, "fixturenames", ()))
+        strangers = {
+            owner.describe(): None
+            for reason in event.reasons
+            if (owner := owners.get(reason.partition(":")[0])) is not None
+            and owner.kind == "fixture"
+            and owner.name not in used
+        }
+        if not strangers:
+            return None
+        return f"against entries made by {', '.join(strangers)}, which this test does not use"
+
+    def _full_reset_if_pending(self) -> None:
+        if self.reset_pending:
+            self.reset_pending = False
+            _torch.reset_caches()
+
+    # -- phases ---------------------------------------------------------------------------------
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
         budget = item.stash.get(BUDGET_KEY, None)
+        self._listen()
+        isolated = not self.settings.keep_caches and (budget is not None or _uses_fixture(item))
+        if isolated:
+            if self.keeps_entries:
+                self.ledger.isolate()
+            else:
+                self.reset_pending = True
+        self.item = item
+        self.test_owner = Owner("test", item.nodeid)
+        self.ledger.phase = [self.test_owner]
+        item.stash[FIXTURES_KEY] = []
         if budget is not None:
             tracker = RecompileTracker(
-                budget, mode=self.settings.mode, reset=not self.settings.keep_caches
+                budget, mode=self.settings.mode, reset=False, warm_start=True, listen=False
             )
-            try:
-                tracker.__enter__()
-            except _torch.TorchUnsupported as exc:
-                raise pytest.UsageError(str(exc)) from None
-            item.stash[TRACKER_KEY] = tracker
+            self.tracker = item.stash[TRACKER_KEY] = tracker.start()
+        self.isolating_setup = isolated and self.keeps_entries
         try:
             return (yield)
-        except RecompileBudgetExceeded as exc:  # a fixture recompiled over budget
+        except RecompileBudgetExceeded as exc:  # a function-scoped fixture went over budget
             stopped = exc
-        _fail(stopped)
+        finally:
+            self.isolating_setup = False
+        if self.tracker is not None:
+            self.tracker.judged = len(self.tracker.violations())
+        _fail(stopped, item)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(
+        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+    ) -> Generator[None, Any, Any]:
+        if fixturedef.scope == "function":
+            self._full_reset_if_pending()
+            return (yield)
+        owner = Owner("fixture", fixturedef.argname, fixturedef.scope, request.node.nodeid)
+        tracker = RecompileTracker(mode="report-only", reset=False, warm_start=True, listen=False)
+        if self.tracker is not None:
+            self.tracker.pause()
+        self.ledger.enter(owner)
+        self.fixture_trackers.append(tracker.start())
+        try:
+            return (yield)
+        finally:
+            self.fixture_trackers.pop()
+            tracker.stop()
+            self.ledger.leave(owner)
+            if self.tracker is not None:
+                self.tracker.resume()
+            self.live[id(fixturedef)] = owner
+            fixturedef.addfinalizer(functools.partial(self._teardown_begins, fixturedef, owner))
+            if tracker.records and self.item is not None:
+                self.item.stash[FIXTURES_KEY].append(fixture_result(owner, tracker))
+
+    def _teardown_begins(self, fixturedef: pytest.FixtureDef[Any], owner: Owner) -> None:
+        """A wider fixture's teardown is about to run: compiles there belong to no test."""
+        dropped = Owner("dropped", f"teardown of {owner.describe()}")
+        self.tearing[id(fixturedef)] = dropped
+        self.ledger.enter(dropped)
+
+    def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any]) -> None:
+        dropped = self.tearing.pop(id(fixturedef), None)
+        if dropped is not None:
+            self.ledger.leave(dropped)
+        owner = self.live.pop(id(fixturedef), None)
+        if owner is None:
+            return
+        self.ledger.fixture_gone(owner)
+        if self.isolating_setup:
+            # Torn down while a test is set up (a parametrized module fixture moving to its
+            # next value): its entries go now, before this test's own phases start.
+            self.ledger.isolate()
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        self._full_reset_if_pending()
         tracker = item.stash.get(TRACKER_KEY, None)
         if tracker is None:
             return (yield)
@@ -71,69 +201,131 @@ class Gate:
         except RecompileBudgetExceeded as exc:
             stopped = exc
         except BaseException as exc:
-            tracker.stop()
             _restore(item, state)
             broke = tracker.note_exception(exc)
             if broke is None:
                 # The test's own failure wins; what the gate saw goes into a report section.
                 found = tracker.violations()
+                tracker.judged = len(found)
                 if found:
-                    message = failure_message(tracker.records, found)
-                    item.add_report_section("call", "recompile", message)
+                    item.add_report_section("call", "recompile", self._message(tracker, found))
                 raise
-        tracker.stop()
         _restore(item, state)
         if stopped is not None:
-            _fail(stopped)
+            tracker.judged = len(tracker.violations())
+            _fail(stopped, item)
         found = tracker.violations()
+        tracker.judged = len(found)
         if broke is not None:  # failed outside the except block: no chained torch traceback
-            pytest.fail(failure_message(tracker.records, found), pytrace=False)
+            pytest.fail(self._message(tracker, found), pytrace=False)
         if found and self.settings.mode != "report-only":
-            pytest.fail(failure_message(tracker.records, found), pytrace=False)
+            pytest.fail(self._message(tracker, found), pytrace=False)
         return result
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        tracker = item.stash.get(TRACKER_KEY, None)
+        stopped: RecompileBudgetExceeded | None = None
+        try:
+            result = yield
+        except RecompileBudgetExceeded as exc:  # a function-scoped fixture's teardown
+            stopped = exc
+        finally:
+            self.ledger.phase = []
+            self.test_owner = None
+            self.item = None
+            self.tracker = None
+            if tracker is not None:
+                tracker.stop()
+        if stopped is not None:
+            _fail(stopped, item)
+        if tracker is not None and self.settings.mode != "report-only":
+            found = tracker.violations()
+            if len(found) > tracker.judged:  # compiles in teardown broke the rules
+                pytest.fail(self._message(tracker, found), pytrace=False)
+        return result
+
+    def _message(self, tracker: RecompileTracker, found: list[Violation]) -> str:
+        return failure_message(tracker.records, found)
+
+    # -- reports --------------------------------------------------------------------------------
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        fixtures = item.stash.get(FIXTURES_KEY, None)
+        if call.when == "setup" and fixtures:
+            report.recompile_fixtures = fixtures  # type: ignore[attr-defined]
         tracker = item.stash.get(TRACKER_KEY, None)
-        if tracker is not None and (call.when == "call" or report.failed):
-            report.recompile = self.results(item, tracker)  # type: ignore[attr-defined]
+        if tracker is not None and (call.when != "setup" or report.failed):
+            data = self.results(item, tracker)
+            report.recompile = data  # type: ignore[attr-defined]
+            if call.when == "teardown":
+                report.user_properties = junit_properties(item, data)
+        stopped = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(stopped, RecompileBudgetExceeded) and report.failed:
+            # Raised where pytest did not let the gate's hooks catch it (unittest, a thread,
+            # a subtest): show the gate's message alone, not torch's frames.
+            report.longrepr = gate_message(stopped, item)
         return report
 
-    def results(self, item: pytest.Item, tracker: RecompileTracker) -> dict[str, Any]:
-        """The test's results, once: they travel on its report (so under xdist too)."""
-        data = item.stash.get(RESULTS_KEY, None)
-        if data is None:
-            data = summarize_test(
-                tracker.records,
-                tracker.budget,
-                tracker.violations(),
-                tracker.graph_breaks,
-                baseline=self.settings.baseline_counts.get(item.nodeid),
-                device=_torch.device_summary(),
-                cudagraph_recordings=tracker.cudagraph_recordings,
-            )
-            item.stash[RESULTS_KEY] = data
-            # JUnit XML writes the properties of the teardown report, made from these.
-            item.user_properties += [
-                ("recompiles", data["recompiles"]),
-                ("recompile_budget", data["budget"]),
-                ("recompile_worst", data["worst"] or ""),
-                ("recompile_seconds", data["recompile_seconds"]),
-            ]
-        return data
+    def results(self, item: pytest.Item, tracker: RecompileTracker) -> TestSummary:
+        """The test's results so far: they travel on its reports (so under xdist too)."""
+        return summarize_test(
+            tracker.records,
+            tracker.budget,
+            tracker.violations(),
+            tracker.graph_breaks,
+            baseline=self.settings.baseline_counts.get(item.nodeid),
+            device=_torch.device_summary(),
+            cudagraph_recordings=tracker.cudagraph_recordings,
+            isolation=self.isolation,
+        )
 
-    @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
-        try:
-            return (yield)
-        finally:
-            tracker = item.stash.get(TRACKER_KEY, None)
-            if tracker is not None:
-                tracker.stop()
-                del item.stash[TRACKER_KEY]
+    @property
+    def isolation(self) -> str:
+        if self.settings.keep_caches:
+            return "off"
+        return "entries" if self.keeps_entries else "reset"
+
+
+def _uses_fixture(item: pytest.Item) -> bool:
+    return "recompiles" in getattr(item, "fixturenames", ())
+
+
+def fixture_result(owner: Owner, tracker: RecompileTracker) -> dict[str, Any]:
+    """A wider fixture's compiles while it was set up (JSON-ready: it travels on a report)."""
+    records = tracker.records
+    return {
+        "fixture": owner.describe(),
+        "name": owner.name,
+        "scope": owner.scope,
+        "node": owner.location,
+        "compiles": sum(r.compiles for r in records),
+        "recompiles": sum(r.recompile_count for r in records),
+        "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
+        "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
+        "limit_hit": [r.qualname for r in records if r.limit],
+        "functions": [r.to_dict() for r in records],
+    }
+
+
+JUNIT_NAMES = ("recompiles", "recompile_budget", "recompile_worst", "recompile_seconds")
+
+
+def junit_properties(item: pytest.Item, data: TestSummary) -> list[tuple[str, object]]:
+    """The item's user properties with this attempt's recompile figures (JUnit XML reads
+    the teardown report's); earlier attempts' figures (reruns) are replaced."""
+    item.user_properties[:] = [p for p in item.user_properties if p[0] not in JUNIT_NAMES]
+    item.user_properties += [
+        ("recompiles", data["recompiles"]),
+        ("recompile_budget", data["budget"]),
+        ("recompile_worst", data["worst"] or ""),
+        ("recompile_seconds", data["recompile_seconds"]),
+    ]
+    return list(item.user_properties)
 
 
 class RecompileStateLeak(pytest.PytestWarning):
@@ -153,15 +345,18 @@ def _restore(item: pytest.Item, state: _torch.CompileState) -> None:
         )
 
 
-def _fail(stopped: RecompileBudgetExceeded) -> NoReturn:
-    """Fail the test with the gate's message alone (torch's frames are no help to the user)."""
-    message = failure_message(
+def gate_message(stopped: RecompileBudgetExceeded, item: pytest.Item) -> str:
+    return failure_message(
         stopped.records,
         stopped.violations,
         stopped=stopped.stopped,
-        site=call_site(stopped.__traceback__),
+        site=call_site(stopped.__traceback__, str(item.config.rootpath)),
     )
-    pytest.fail(message, pytrace=False)
+
+
+def _fail(stopped: RecompileBudgetExceeded, item: pytest.Item) -> NoReturn:
+    """Fail the test with the gate's message alone (torch's frames are no help to the user)."""
+    pytest.fail(gate_message(stopped, item), pytrace=False)
 
 
 class Summary:
@@ -171,7 +366,8 @@ class Summary:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.results: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.results: dict[str, tuple[str, TestSummary]] = {}
+        self.fixtures: list[dict[str, Any]] = []
         self.written: list[str] = []
         self.errors: list[str] = []
 
@@ -179,10 +375,22 @@ class Summary:
         return [self.settings.header()] if self.settings.default is not None else []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        data = getattr(report, "recompile", None)
-        if data is not None:
-            outcome = "error" if report.when == "setup" else report.outcome
-            self.results[report.nodeid] = (outcome, data)
+        if type(report).__name__.lower() == "subtestreport":
+            return  # the test's own reports carry its figures
+        self.fixtures += getattr(report, "recompile_fixtures", None) or []
+        if report.when == "setup":  # a new attempt (reruns) starts afresh
+            self.results.pop(report.nodeid, None)
+        data: TestSummary | None = getattr(report, "recompile", None)
+        if data is None:
+            return
+        earlier = self.results.get(report.nodeid, ("passed", data))[0]
+        if report.when == "setup":
+            outcome = "error"  # figures travel on a setup report only when it failed
+        elif report.when == "call":
+            outcome = report.outcome
+        else:  # teardown: the final figures; an error there spoils a pass
+            outcome = "error" if report.failed and earlier == "passed" else earlier
+        self.results[report.nodeid] = (outcome, data)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         settings = self.settings
@@ -222,14 +430,14 @@ class Summary:
         }
         results = [(nodeid, outcome, data) for nodeid, (outcome, data) in self.results.items()]
         created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        return report_document(results, environment, options, created)
+        return report_document(results, environment, options, created, self.fixtures)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not (self.results or self.written or self.errors):
+        if not (self.results or self.fixtures or self.written or self.errors):
             return
         terminalreporter.write_sep("=", "recompile gate")
         results = [(nodeid, data) for nodeid, (_, data) in self.results.items()]
-        for line in summary_lines(results) + self.written:
+        for line in summary_lines(results, self.fixtures) + self.written:
             terminalreporter.write_line(line)
-        for line in self.errors:
+        for line in fixture_limit_lines(self.fixtures) + self.errors:
             terminalreporter.write_line(line, red=True, bold=True)

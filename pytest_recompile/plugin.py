@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 SETTINGS_KEY = pytest.StashKey["Settings"]()
 BUDGET_KEY = pytest.StashKey[Optional["Budget"]]()
 TRACKER_KEY = pytest.StashKey["RecompileTracker"]()
-RESULTS_KEY = pytest.StashKey[dict[str, Any]]()
+FIXTURES_KEY = pytest.StashKey[list[dict[str, Any]]]()
 
 BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
 
@@ -104,7 +104,11 @@ class Settings:
         return self.report is not None or self.baseline is not None
 
     def header(self) -> str:
-        caches = "kept across tests" if self.keep_caches else "reset before each gated test"
+        caches = (
+            "kept across tests"
+            if self.keep_caches
+            else "isolated (each test starts from its wider fixtures' entries)"
+        )
         fullgraph = ", fullgraph" if self.fullgraph else ""
         return (
             f"recompile gate: active, default budget {self.default} ({self.default_source}), "
@@ -164,8 +168,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=None,
         dest="recompile_keep_caches",
-        help="do not reset torch.compile caches before each gated test (faster; counts then "
-        "depend on test order and on what earlier tests compiled).",
+        help="keep every torch.compile cache entry across tests instead of starting each test "
+        "from its wider fixtures' entries: recompiles are then judged against the whole "
+        "process state, and verdicts depend on test order.",
     )
     parser.addini(
         "recompile_keep_caches", "like --recompile-keep-caches", type="bool", default=False
@@ -259,9 +264,15 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
     from .tracker import RecompileTracker
 
     settings = request.config.stash[SETTINGS_KEY]
-    own = RecompileTracker(mode="report-only", reset=not settings.keep_caches)
+    # With the gate on, the test already starts from its wider fixtures' state (isolation).
+    gate = request.config.pluginmanager.has_plugin("recompile-gate")
+    own = RecompileTracker(
+        mode="report-only",
+        reset=not (settings.keep_caches or gate),
+        warm_start=gate or settings.keep_caches,
+    )
     try:
-        own.__enter__()
+        own.start()
     except _torch.TorchUnsupported as exc:
         pytest.fail(str(exc), pytrace=False)
     try:
@@ -310,7 +321,9 @@ class MarkerScan:
         settings = self.settings
         names = set(MARKERS)
         marked = any(mark.name in names for item in items for mark in item.iter_markers())
-        if not (marked or settings.baseline_counts) or not assign_budgets(items, settings):
+        gated = (marked or bool(settings.baseline_counts)) and assign_budgets(items, settings)
+        uses = any("recompiles" in getattr(item, "fixturenames", ()) for item in items)
+        if not (gated or uses):
             return
         from . import _torch
 

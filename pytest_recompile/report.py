@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict
 
 from .guards import GraphBreak, hint_for, parse_reason
 from .markers import Budget
@@ -31,6 +31,16 @@ def where(filename: str, lineno: int, root: str | None = None) -> str:
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def unknown_function_line(v: Violation) -> str:
+    import difflib
+
+    wanted, *names = (str(item) for item in v.items)
+    close = difflib.get_close_matches(wanted, names, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    compiled = ", ".join(names) or "none"
+    return f"{PREFIX} {v.source} names no function this test compiled (compiled: {compiled}){hint}"
 
 
 def violation_line(v: Violation) -> str:
@@ -61,6 +71,8 @@ def violation_line(v: Violation) -> str:
             "not recompiles, but each re-record costs a capture; keep input shapes and "
             "addresses stable"
         )
+    if v.kind == "unknown_function":
+        return unknown_function_line(v)
     if v.kind == "fullgraph":
         return f"{PREFIX} graph break under fullgraph ({v.source}): {v.items[0].reason}"
     return f"{PREFIX} {plural(v.used, 'recompile')}, budget {v.allowed} ({v.source})"
@@ -80,6 +92,8 @@ def recompile_line(index: int, recompile: Recompile) -> list[str]:
         lines.append(
             f"      also rejected by {older.entry or '?'} {older.label}: {older.text}{more}"
         )
+    if recompile.against:
+        lines.append(f"      {recompile.against}")
     return lines
 
 
@@ -161,6 +175,27 @@ def failure_message(
     return "\n".join(lines)
 
 
+class TestSummary(TypedDict):
+    """One test's results, JSON-ready: they travel on its reports (and so under pytest-xdist)
+    to the terminal summary, the JSON report and the baseline."""
+
+    budget: str | None
+    baseline: int | None
+    recompiles: int
+    recompile_seconds: float
+    compile_seconds: float
+    again_seconds: float  # compiling again what isolation dropped for earlier tests
+    isolation: str  # "entries" (kept what live wider fixtures compiled), "reset", "off"
+    violations: list[dict[str, str]]
+    limit_hit: list[str]
+    worst: str | None
+    device: str | None
+    functions: list[dict[str, Any]]
+    graph_breaks: list[dict[str, Any]]
+    cudagraph_recordings: int
+    cudagraph_rerecords: int
+
+
 def summarize_test(
     records: list[FunctionRecord],
     budget: Budget | None,
@@ -170,9 +205,9 @@ def summarize_test(
     baseline: int | None = None,
     device: str | None = None,
     cudagraph_recordings: list[str] | None = None,
-) -> dict[str, Any]:
-    """One test's results, JSON-serialisable: it travels on the test report (and so under
-    pytest-xdist) to the terminal summary, the JSON report and the baseline."""
+    isolation: str = "entries",
+) -> TestSummary:
+    """One test's results (see :class:`TestSummary`)."""
     worst = max(records, key=lambda r: r.recompile_count, default=None)
     return {
         "budget": budget.describe() if budget is not None else None,
@@ -180,6 +215,8 @@ def summarize_test(
         "recompiles": sum(r.recompile_count for r in records),
         "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
         "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
+        "again_seconds": round(sum(r.again_seconds for r in records), 6),
+        "isolation": isolation,
         "violations": [
             {"kind": v.kind, "message": violation_line(v)[len(PREFIX) + 1 :]} for v in violations
         ],
@@ -201,9 +238,48 @@ def seconds_text(seconds: float) -> str:
     return f"{seconds:.2f} s"
 
 
-def summary_lines(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
+ISOLATION_HINT = (
+    "warm shared compiled models once in a module- or session-scoped fixture: what it "
+    "compiles while set up is kept for its tests"
+)
+RESET_FALLBACK = (
+    "this torch cannot keep single cache entries, so compile caches were reset before each "
+    "test's own phases: wider fixtures' warm-ups were not kept"
+)
+
+
+def fixture_line(fixture: dict[str, Any]) -> str:
+    """A wider fixture that recompiled while set up: recorded, charged to no test."""
+    firsts = [
+        f"{fn['qualname']} ({reason['kind']}: {reason['text']})"
+        for fn in fixture["functions"]
+        for recompile in fn["recompiles"][:1]
+        for reason in recompile["reasons"][:1]
+    ]
+    what = f": {'; '.join(firsts)}" if firsts else ""
+    return (
+        f"{fixture['node']}: {fixture['fixture']} recompiled "
+        f"{plural(fixture['recompiles'], 'time')} while set up (charged to no test){what}"
+    )
+
+
+def fixture_limit_lines(fixtures: list[dict[str, Any]]) -> list[str]:
+    """Loud lines for wider fixtures whose functions fell back to eager while set up."""
+    return [
+        f"{PREFIX} {fixture['node']}: {fixture['fixture']} hit recompile_limit while set up: "
+        f"{', '.join(repr(name) for name in fixture['limit_hit'])} {EAGER_FALLBACK} for every "
+        "test that uses it; remove the cause of its recompiles"
+        for fixture in fixtures
+        if fixture["limit_hit"]
+    ]
+
+
+def summary_lines(
+    results: list[tuple[str, TestSummary]], fixtures: list[dict[str, Any]] | None = None
+) -> list[str]:
     """Lines for the terminal summary: each test that broke the gate or beat its baseline,
-    then the totals. Sorted by node id, so serial and pytest-xdist runs print the same."""
+    wider fixtures that recompiled while set up, then the totals. Sorted by node id, so
+    serial and pytest-xdist runs print the same."""
     results = sorted(results, key=lambda pair: pair[0])
     lines = []
     failing = [(nodeid, data) for nodeid, data in results if data["violations"]]
@@ -222,30 +298,41 @@ def summary_lines(results: list[tuple[str, dict[str, Any]]]) -> list[str]:
             f"{nodeid}: {data['recompiles']} recompiles, below its baseline of "
             f"{data['baseline']}: tighten it with --recompile-baseline-update"
         )
+    recompiled = [f for f in fixtures or () if f["recompiles"]]
+    lines += sorted(fixture_line(f) for f in recompiled)
     total = sum(data["recompiles"] for _, data in results)
     limit = sum(1 for _, data in results if data["limit_hit"])
-    cost = sum(data["recompile_seconds"] for _, data in results)
+    paid = sum(data["recompile_seconds"] for _, data in results)
     lines.append(
         f"{plural(len(results), 'gated test')}, {plural(total, 'recompile')}; "
         f"{len(failing)} broke the gate, {limit} hit recompile_limit; "
-        f"recompiles cost {seconds_text(cost)}"
+        f"recompiles cost {seconds_text(paid)}"
     )
+    again = sum(data["again_seconds"] for _, data in results)
+    if again >= 0.005:
+        lines.append(
+            f"isolation: {seconds_text(again)} compiling again what earlier tests had "
+            f"compiled; {ISOLATION_HINT}"
+        )
+    if any(data["isolation"] == "reset" for _, data in results):
+        lines.append(f"isolation: {RESET_FALLBACK}")
     return lines
 
 
 REPORT_SCHEMA = "pytest-recompile/report"
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
 
 
 def report_document(
-    results: list[tuple[str, str, dict[str, Any]]],
+    results: list[tuple[str, str, TestSummary]],
     environment: dict[str, Any],
     settings: dict[str, Any],
     created: str,
+    fixtures: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The JSON report (see report.schema.json): ``results`` are (nodeid, outcome, data)."""
-    tests = [
+    tests: list[dict[str, Any]] = [
         {"nodeid": nodeid, "outcome": outcome, **data}
         for nodeid, outcome, data in sorted(results, key=lambda r: r[0])
     ]
@@ -263,27 +350,47 @@ def report_document(
             "recompile_limit_hits": sum(1 for t in tests if t["limit_hit"]),
             "recompile_seconds": round(sum(t["recompile_seconds"] for t in tests), 6),
             "compile_seconds": round(sum(t["compile_seconds"] for t in tests), 6),
+            "again_seconds": round(sum(t["again_seconds"] for t in tests), 6),
             "graph_breaks": sum(len(t["graph_breaks"]) for t in tests),
             "cudagraph_rerecords": sum(t["cudagraph_rerecords"] for t in tests),
         },
         "tests": tests,
+        "fixtures": sorted(fixtures or [], key=lambda f: (f["node"], f["name"])),
     }
 
 
-def call_site(tb: TracebackType | None) -> str | None:
-    """The innermost frame of the user's code in a traceback: where the call went over."""
-    site = None
+def call_site(tb: TracebackType | None, root: str | None = None) -> str | None:
+    """Where the call went over: the innermost frame of the project's own code (under
+    ``root``, outside installed packages), else the innermost frame outside torch and this
+    plugin (library code that called the model, a thread's ``run``)."""
+    own = other = None
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
         if not any(part in filename for part in _INTERNAL):
-            site = f"{where(filename, tb.tb_lineno)} in {tb.tb_frame.f_code.co_name}"
+            site = f"{where(filename, tb.tb_lineno, root)} in {tb.tb_frame.f_code.co_name}"
+            other = site
+            if _is_own(filename, root):
+                own = site
         tb = tb.tb_next
-    return site
+    return own or other
+
+
+def _is_own(filename: str, root: str | None) -> bool:
+    path = os.path.abspath(filename)
+    if any(part in path for part in _INSTALLED):
+        return False
+    return root is None or path.startswith(os.path.join(os.path.abspath(root), ""))
 
 
 _INTERNAL = (
     os.sep + os.path.join("torch", ""),
     os.path.dirname(os.path.abspath(__file__)) + os.sep,
+)
+# Installed packages and the standard library: never the project's own code.
+_INSTALLED = (
+    os.sep + "site-packages" + os.sep,
+    os.sep + "dist-packages" + os.sep,
+    os.path.dirname(os.__file__) + os.sep,
 )
 
 

@@ -61,6 +61,7 @@ class Recompile:
     resume: bool = False  # a graph-break resume frame of the function recompiled
     stopped: bool = False  # refused by the gate: the compile never ran
     seconds: float | None = None
+    against: str | None = None  # whose entries rejected the call, when the test does not use them
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +70,7 @@ class Recompile:
             "resume": self.resume,
             "stopped": self.stopped,
             "seconds": self.seconds,
+            "against": self.against,
         }
 
 
@@ -84,6 +86,7 @@ class FunctionRecord:
     recompiles: list[Recompile] = field(default_factory=list)
     cache_entries: int = 0
     compile_seconds: float = 0.0
+    again_seconds: float = 0.0  # compiling again what isolation dropped for an earlier test
     limit: str | None = None  # "recompile_limit (8)" once torch gave up and ran it eagerly
     limit_hits: int = 0
     guards: list[InstalledGuard] | None = None  # installed guards, once inventoried
@@ -106,6 +109,7 @@ class FunctionRecord:
             "recompiles": [r.to_dict() for r in self.recompiles],
             "cache_entries": self.cache_entries,
             "compile_seconds": round(self.compile_seconds, 6),
+            "again_seconds": round(self.again_seconds, 6),
             "recompile_seconds": round(self.recompile_seconds, 6),
             "recompile_limit": self.limit,
             "guards": [g.to_dict() for g in self.guards] if self.guards is not None else None,
@@ -121,6 +125,7 @@ ViolationKind = Literal[
     "graph_breaks",
     "fullgraph",
     "cudagraph_rerecords",
+    "unknown_function",
 ]
 
 
@@ -139,6 +144,22 @@ def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ..
     if budget.expect is None:
         return ()
     return tuple(r for r in recompile.reasons if r.kind not in budget.expect)
+
+
+def unknown_functions(records: list[FunctionRecord], budget: Budget | None) -> list[Violation]:
+    """A ``function=`` budget naming no function the block compiled: a typo, or a rename.
+
+    Judged when the block ends (not fail-fast: the function may still be compiled).
+    """
+    if budget is None:
+        return []
+    names = {name for r in records for name in (r.name, r.qualname)}
+    compiled = tuple(r.qualname for r in records)
+    return [
+        Violation("unknown_function", 0, count, source, items=(name, *compiled))
+        for name, (count, source) in budget.per_function.items()
+        if name not in names
+    ]
 
 
 def rerecords(recordings: list[str]) -> int:
@@ -215,6 +236,7 @@ class RecompileTracker:
         mode: str = "fail-fast",
         reset: bool = True,
         warm_start: bool = False,
+        listen: bool = True,
     ) -> None:
         if budget is not None and max_recompiles is not None:
             raise TypeError("pass either budget= or max_recompiles=, not both")
@@ -227,7 +249,7 @@ class RecompileTracker:
         self.mode = mode
         self.reset = reset
         self.warm_start = warm_start
-        self.torch_version: str | None = None
+        self.listen = listen  # False: the pytest gate hands it the events of the test's phases
         self.graph_breaks: list[GraphBreak] = []  # distinct break sites seen in the block
         self.fullgraph_break: GraphBreak | None = None  # the break that stopped a fullgraph block
         self.cudagraph_recordings: list[str] = []  # compile id of each CUDA-graph recording
@@ -236,28 +258,39 @@ class RecompileTracker:
         # compiled with torch.compile shares torch's wrapper code with every other one.
         self._compiled: set[tuple[CodeType, CodeType]] = set()
         self._owner: dict[str, FunctionRecord] = {}  # compile id -> function
-        self._lock = threading.Lock()
+        self._again: set[str] = set()  # compile ids of compiles isolation made necessary
+        self._lock = threading.RLock()
         self._stack = ExitStack()
         self._seconds: dict[str, float] = {}
+        self._breaks: list[GraphBreak] = []
         self._breaks_mark = 0
+        self._keep_end_callback: Any = None
+        self._paused: int | None = None  # CUDA-graph recordings when paused
+        self.judged = 0  # violations the pytest gate has already reported
         self.active = False
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def __enter__(self) -> RecompileTracker:
-        self.torch_version = _torch.check_torch()
+    def start(self) -> RecompileTracker:
+        """Start recording (what ``with`` does); :meth:`stop` ends it."""
+        _torch.check_torch()
         if self.reset:
             _torch.reset_caches()
         with ExitStack() as stack:
             self._seconds = stack.enter_context(_torch.compile_seconds())
             self._breaks_mark = _torch.graph_break_count()
             self.cudagraph_recordings = stack.enter_context(_torch.cudagraph_recordings())
+            self._keep_end_callback = stack.enter_context(_torch.on_compile_end(self._observe))
             if self.budget is not None and self.budget.fullgraph:
                 stack.enter_context(_torch.error_on_graph_break())
-            stack.callback(_torch.install_compile_hook(self._on_compile))
+            if self.listen:
+                stack.callback(_torch.install_compile_hook(self.on_compile))
             self._stack = stack.pop_all()
         self.active = True
         return self
+
+    def __enter__(self) -> RecompileTracker:
+        return self.start()
 
     def __exit__(
         self,
@@ -281,6 +314,7 @@ class RecompileTracker:
         """Stop recording and restore what was changed; safe to call twice."""
         if not self.active:
             return
+        self._observe()
         self.active = False
         try:
             self._stack.close()
@@ -289,10 +323,22 @@ class RecompileTracker:
 
     # -- events -------------------------------------------------------------------------------
 
-    def _on_compile(self, event: _torch.CompileEvent) -> None:
+    def on_compile(
+        self, event: _torch.CompileEvent, *, against: str | None = None, again: bool = False
+    ) -> None:
+        """Record one compile; in fail-fast mode, raise if it breaks the budget.
+
+        ``against`` says whose cache entries rejected the call where that matters to the
+        reader; ``again`` marks a compile of code whose entries isolation dropped earlier.
+        """
         with self._lock:
+            if self._keep_end_callback is not None:
+                self._keep_end_callback()  # a torch._dynamo.reset() drops compile callbacks
+            self._observe()
             record = self._record_for(event)
             self._owner[event.compile_id] = record
+            if again:
+                self._again.add(event.compile_id)
             recompile = None
             if event.limit is not None:
                 record.limit = event.limit
@@ -306,7 +352,8 @@ class RecompileTracker:
                         parse_reason(raw, leaf)
                         for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
                     ),
-                    resume=event.code is not event.function,
+                    resume=event.code.co_name.startswith(_torch.RESUME_PREFIX),
+                    against=against,
                 )
                 record.recompiles.append(recompile)
             else:
@@ -330,6 +377,33 @@ class RecompileTracker:
                 recompile.stopped = True
             self._refresh()
         raise RecompileBudgetExceeded(self.records, violations, stopped=True)
+
+    def pause(self) -> None:
+        """Leave out what happens until :meth:`resume` (a wider fixture being set up)."""
+        self._observe()
+        self._paused = len(self.cudagraph_recordings)
+
+    def resume(self) -> None:
+        if self._paused is None:
+            return
+        del self.cudagraph_recordings[self._paused :]
+        self._paused = None
+        self._breaks_mark = _torch.graph_break_count()
+
+    def _observe(self) -> None:
+        """Note cache entries and graph breaks now, before a torch._dynamo.reset() (which
+        torch's Dynamo TestCase calls in tearDown) can clear them."""
+        with self._lock:
+            self._count_entries()
+            if self._paused is not None:
+                return
+            count = _torch.graph_break_count()
+            if count < self._breaks_mark:  # a reset cleared torch's list
+                self._breaks_mark = 0
+            if count > self._breaks_mark:
+                self._breaks += _torch.graph_breaks_since(self._breaks_mark)
+                self._breaks_mark = count
+                self.graph_breaks = distinct_breaks(self._breaks)
 
     @property
     def _forbids(self) -> bool:
@@ -361,24 +435,25 @@ class RecompileTracker:
         return record
 
     def _count_entries(self) -> None:
+        """The most cache entries each function has had at once while recording."""
         entries: dict[int, int] = {}
         for code, function in self._compiled:
             record = self._records[function]
             entries[id(record)] = entries.get(id(record), 0) + _torch.cache_entries(code)
         for record in self._records.values():
-            record.cache_entries = entries.get(id(record), 0)
+            record.cache_entries = max(record.cache_entries, entries.get(id(record), 0))
 
     def _refresh(self) -> None:
         """Fill in cache entries, graph breaks, guards if forbidden, and compile seconds."""
-        self._count_entries()
+        self._observe()
         for record in self._records.values():
             if self._forbids:
                 self._inventory(record)
-        self.graph_breaks = distinct_breaks(_torch.graph_breaks_since(self._breaks_mark))
         if self.active or not self._seconds:
             return
         for record in self._records.values():
             record.compile_seconds = 0.0
+            record.again_seconds = 0.0
             for recompile in record.recompiles:
                 if not recompile.stopped:
                     recompile.seconds = self._seconds.get(recompile.compile_id)
@@ -386,6 +461,8 @@ class RecompileTracker:
             owner = self._owner.get(compile_id)
             if owner is not None:
                 owner.compile_seconds += seconds
+                if compile_id in self._again:
+                    owner.again_seconds += seconds
 
     # -- results ------------------------------------------------------------------------------
 
@@ -463,6 +540,7 @@ class RecompileTracker:
         if self.active:
             self._refresh()
         found = judge(self.records, self.budget, self.graph_breaks, self.cudagraph_recordings)
+        found += unknown_functions(self.records, self.budget)
         if self.fullgraph_break is not None and self.budget is not None:
             source = self.budget.fullgraph or ""
             found.append(Violation("fullgraph", 1, 0, source, items=(self.fullgraph_break,)))

@@ -44,6 +44,10 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
 
     def run_(source: str, *args: str, name: str = "test_it") -> pytest.RunResult:
         pytester.makepyfile(**{name: HEADER + textwrap.dedent(source)})
+        # Each in-process run stands for a fresh process: no compile state from earlier runs
+        # (the plugin keeps what was compiled before a session's first test).
+        if "torch._dynamo" in sys.modules:
+            sys.modules["torch._dynamo"].reset()
         return pytester.runpytest(*args, "-p", "no:randomly", "-p", "no:logging")
 
     return run_

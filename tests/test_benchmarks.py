@@ -25,5 +25,7 @@ def test_benchmark_quick_mode_runs() -> None:
         "fail-fast saving",
         "the same, warm compile cache",
         "memory",
+        "warmed in a module fixture",
+        "first called inside the tests",
     ]
     assert "Added per gated test, median difference / tests:" in proc.stdout

@@ -147,4 +147,4 @@ def test_nothing_of_the_plugin_runs_on_a_cache_hit() -> None:
             pass
         finally:
             sys.setprofile(None)
-    assert calls[0] == "hook"  # nothing before the recompile: no call on the 200 cache hits
+    assert calls[0] == "_hook"  # nothing before the recompile: no call on the 200 cache hits

@@ -175,6 +175,8 @@ def test_limit_message_and_summary() -> None:
         "recompile_seconds": 1.5,
         "limit_hit": ["h"],
         "baseline": None,
+        "again_seconds": 0.0,
+        "isolation": "entries",
     }
     better = {
         "violations": [],
@@ -182,6 +184,8 @@ def test_limit_message_and_summary() -> None:
         "recompile_seconds": 0.0,
         "limit_hit": [],
         "baseline": 3,
+        "again_seconds": 0.0,
+        "isolation": "entries",
     }
     lines = summary_lines([("t.py::b", better), ("t.py::a", failing)])
     assert lines == [

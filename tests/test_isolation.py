@@ -1,0 +1,526 @@
+"""Isolation inside the structures real suites use: wider fixtures, unittest, partials,
+decorated models, reruns, subtests, threads. Real torch.compile, real pytest."""
+
+from __future__ import annotations
+
+import json
+from glob import escape as esc
+
+import pytest
+from snippets import HEADER
+
+from pytest_recompile.report import ISOLATION_HINT, PREFIX, RESET_FALLBACK, STOPPED
+
+REVERSE_CONFTEST = """
+def pytest_addoption(parser):
+    parser.addoption("--reverse-order", action="store_true")
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("reverse_order"):
+        items.reverse()
+"""
+
+SHARED = """
+@torch.compile(backend="eager")
+def shared(x):
+    return x * 2
+"""
+
+WARMED_MODULE = (
+    SHARED
+    + """
+@pytest.fixture(scope="module")
+def warmed():
+    shared(torch.randn(4, 4))
+    return shared
+
+def test_a(warmed):
+    warmed(torch.randn(8, 4))
+
+def test_b(warmed):
+    warmed(torch.randn(8, 4))
+
+def test_warm_shape_only(warmed, recompiles):
+    warmed(torch.randn(4, 4))
+    assert recompiles.records == []  # nothing compiled: the fixture's entry is kept
+"""
+)
+
+SIZE = "tensor 'x' size mismatch at index 0. expected 4, actual 8"
+
+
+def outcomes(result: pytest.RunResult) -> dict[str, str]:
+    found = {}
+    for line in result.stdout.lines:
+        for outcome in ("PASSED", "FAILED", "ERROR"):
+            if f" {outcome}" in line and "::" in line and not line.startswith(outcome):
+                found[line.split("::", 1)[1].split()[0]] = outcome.lower()
+    return found
+
+
+@pytest.mark.parametrize("order", [[], ["--reverse-order"]], ids=["forward", "reverse"])
+def test_module_fixture_warm_up_is_kept_and_never_charged(run, pytester, order) -> None:
+    pytester.makeconftest(REVERSE_CONFTEST)
+    result = run(WARMED_MODULE, "--recompile-budget", "-v", *order)
+    assert outcomes(result) == {
+        "test_a": "failed",
+        "test_b": "failed",
+        "test_warm_shape_only": "passed",
+    }
+    result.stdout.fnmatch_lines(["*" + esc(f"TENSOR_MATCH(size): {SIZE}   <- {STOPPED}")])
+    assert result.stdout.str().count(SIZE) >= 2
+
+
+@pytest.mark.parametrize("order", [[], ["--reverse-order"]], ids=["forward", "reverse"])
+def test_setupclass_warm_up_is_kept(run, pytester, order) -> None:
+    pytester.makeconftest(REVERSE_CONFTEST)
+    result = run(
+        SHARED
+        + """
+import unittest
+
+class TestModel(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        shared(torch.randn(4, 4))
+
+    def test_a(self):
+        shared(torch.randn(8, 4))
+
+    def test_b(self):
+        shared(torch.randn(8, 4))
+
+    def test_c(self):
+        shared(torch.randn(4, 4))
+""",
+        "--recompile-budget",
+        "-v",
+        *order,
+    )
+    assert outcomes(result) == {
+        "TestModel::test_a": "failed",
+        "TestModel::test_b": "failed",
+        "TestModel::test_c": "passed",
+    }
+    out = result.stdout.str()
+    # The gate's own block, not unittest's raw exception with torch's frames.
+    assert "RecompileBudgetExceeded" not in out
+    assert "convert_frame.py" not in out
+    result.stdout.fnmatch_lines(
+        [
+            f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)",
+            "  fail-fast: stopped at test_it.py:* in test_a, before that recompile ran",
+        ]
+    )
+
+
+def test_fixture_warm_up_recompile_is_recorded_under_the_fixture(run) -> None:
+    result = run(
+        SHARED
+        + """
+@pytest.fixture(scope="module")
+def warmed():
+    shared(torch.randn(4, 4))
+    shared(torch.randn(8, 4))  # a second batch size: one recompile, the fixture's
+    return shared
+
+def test_a(warmed):
+    warmed(torch.randn(4, 4))
+
+def test_b(warmed):
+    warmed(torch.randn(8, 4))
+""",
+        "--recompile-budget",
+        "--recompile-report=r.json",
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "test_it.py: module fixture 'warmed' recompiled 1 time while set up (charged to no"
+            " test): shared (TENSOR_MATCH: " + esc(SIZE) + ")",
+            "2 gated tests, 0 recompiles; 0 broke the gate, 0 hit recompile_limit; *",
+        ]
+    )
+    (fixture,) = json.loads(open("r.json").read())["fixtures"]
+    assert (fixture["fixture"], fixture["compiles"], fixture["recompiles"]) == (
+        "module fixture 'warmed'",
+        2,  # every compile that ran, the recompile included
+        1,
+    )
+
+
+def test_recompile_limit_in_a_fixture_is_loud(run) -> None:
+    result = run(
+        SHARED
+        + """
+@pytest.fixture(scope="module")
+def warmed():
+    with torch._dynamo.config.patch(recompile_limit=2, automatic_dynamic_shapes=False):
+        for n in range(1, 5):
+            shared(torch.randn(n))
+    return shared
+
+def test_a(warmed):
+    pass
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"{PREFIX} test_it.py: module fixture 'warmed' hit recompile_limit while set up: "
+            "'shared' fell back to eager for every test that uses it; *"
+        ]
+    )
+
+
+def test_recompile_limit_counts_kept_entries(run) -> None:
+    """A kept entry still counts toward recompile_limit, as it would without isolation."""
+    result = run(
+        SHARED
+        + """
+@pytest.fixture(scope="module")
+def warmed():
+    shared(torch.randn(1))
+    return shared
+
+@pytest.mark.allow_recompiles
+def test_first(warmed):
+    pass
+
+def test_limit(warmed):
+    with torch._dynamo.config.patch(recompile_limit=3, automatic_dynamic_shapes=False):
+        for n in (2, 3, 4):
+            warmed(torch.randn(n))
+""",
+        "--recompile-budget=10",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [f"{PREFIX} 'shared' hit recompile_limit (3) and fell back to eager: *"]
+    )
+    # 1 kept + 2 new entries: the third new shape is the one torch refuses.
+    result.stdout.fnmatch_lines(["    cache entries: 3, compiles: 2, recompiles: 2"])
+
+
+def test_teardown_compiles_are_the_tests(run) -> None:
+    result = run(
+        SHARED
+        + """
+@pytest.fixture
+def model():
+    shared(torch.randn(4))
+    yield shared
+    shared(torch.randn(4, 4))  # a recompile in the function fixture's teardown
+
+def test_it(model):
+    model(torch.randn(4))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_it*",
+            f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)",
+            "*rank mismatch. expected 1, actual 2*",
+        ]
+    )
+
+
+def test_a_fixture_the_test_does_not_use_is_named(run) -> None:
+    result = run(
+        SHARED
+        + """
+@pytest.fixture(scope="module")
+def warmed():
+    shared(torch.randn(4, 4))
+
+def test_warms(warmed):
+    pass
+
+def test_stranger():
+    shared(torch.randn(8, 4))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "      against entries made by module fixture 'warmed', which this test does not use",
+        ]
+    )
+
+
+def test_partial_and_callable_are_named_and_budgeted(run) -> None:
+    result = run(
+        """
+import functools
+
+def scale(x, k):
+    return x * k
+
+class Loss:
+    def __call__(self, x):
+        return (x * x).sum()
+
+scaled = torch.compile(functools.partial(scale, k=2), backend="eager")
+loss = torch.compile(Loss(), backend="eager")
+
+@pytest.mark.max_recompiles(0, function="scale")
+def test_partial():
+    loss(torch.ones(3))
+    scaled(torch.ones(3))
+    scaled(torch.ones(3, 3))
+
+def test_callable():
+    scaled(torch.ones(3))
+    loss(torch.ones(3))
+    loss(torch.ones(3, 3))
+""",
+        "--recompile-budget=5",
+    )
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"{PREFIX} 'scale' recompiled 1 time, budget 0 (@max_recompiles(0, function='scale'))",
+            "  scale  test_it.py:7",
+        ]
+    )
+    assert "wrap_inline" not in result.stdout.str()
+
+
+def test_decorated_forward_and_compiled_module_are_named(run) -> None:
+    result = run(
+        """
+import functools
+
+def deprecate_kwarg(fn):
+    @functools.wraps(fn)
+    def wrapped_func(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapped_func
+
+class Model(torch.nn.Module):
+    @deprecate_kwarg
+    def forward(self, x):
+        return x * 2
+
+model = torch.compile(Model(), backend="eager")
+seq = torch.compile(torch.nn.Sequential(torch.nn.Linear(2, 2)), backend="eager")
+
+@pytest.mark.max_recompiles(0, function="Model.forward")
+def test_decorated():
+    model(torch.ones(3))
+    model(torch.ones(3, 3))
+
+def test_sequential():
+    seq(torch.ones(2, 2))
+    seq(torch.ones(2, 2, 2))
+""",
+        "--recompile-budget",
+        "--recompile-mode=at-end",
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["  Model.forward  test_it.py:14", "  Sequential.forward  *"])
+    out = result.stdout.str()
+    assert "wrapped_func" not in out
+    assert "resume frame" not in out
+
+
+def test_unknown_function_budget_is_a_failure(run) -> None:
+    result = run(
+        SHARED
+        + """
+@pytest.mark.max_recompiles(0, function="sahred")
+def test_typo():
+    shared(torch.ones(2))
+""",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"{PREFIX} @max_recompiles(0, function='sahred') names no function this test "
+            "compiled (compiled: shared); did you mean 'shared'?"
+        ]
+    )
+
+
+def test_each_rerun_attempt_reports_its_own_figures(run) -> None:
+    pytest.importorskip("pytest_rerunfailures")
+    result = run(
+        SHARED
+        + """
+attempts = []
+
+def test_flaky():
+    attempts.append(1)
+    shared(torch.ones(2))
+    if len(attempts) == 1:
+        shared(torch.ones(2, 2))
+""",
+        "--recompile-budget",
+        "--reruns=1",
+        "--recompile-report=r.json",
+        "--junitxml=j.xml",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*1 passed, 1 rerun*"])
+    (test,) = json.loads(open("r.json").read())["tests"]
+    assert (test["outcome"], test["recompiles"], test["violations"]) == ("passed", 0, [])
+    # JUnit XML has a testcase per attempt, each with that attempt's own figures.
+    junit = open("j.xml").read()
+    values = [part.split('"', 1)[0] for part in junit.split('name="recompiles" value="')[1:]]
+    assert values == ["1", "0"]
+
+
+def test_subtests_final_report_has_all_compiles(run) -> None:
+    if int(pytest.__version__.split(".")[0]) < 9:
+        pytest.skip("the subtests fixture is pytest 9's")
+    run(
+        SHARED
+        + """
+def test_sub(subtests):
+    for shape in ((2,), (2, 2), (2, 2, 2)):
+        with subtests.test(shape=shape):
+            shared(torch.ones(shape))
+""",
+        "--recompile-budget=5",
+        "--recompile-report=r.json",
+    )
+    (test,) = json.loads(open("r.json").read())["tests"]
+    (fn,) = test["functions"]
+    assert (test["recompiles"], fn["compiles"], fn["cache_entries"]) == (2, 3, 3)
+
+
+def test_dynamo_testcase_resetting_in_teardown(run) -> None:
+    result = run(
+        """
+from torch._dynamo.test_case import TestCase
+
+@torch.compile(backend="eager")
+def breaks(x):
+    x = x + 1
+    torch._dynamo.graph_break()
+    return x * 2
+
+class TestBreaks(TestCase):
+    @pytest.mark.max_graph_breaks(0)
+    def test_breaks(self):
+        breaks(torch.ones(2))
+""",
+        "--recompile-report=r.json",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"{PREFIX} 1 graph break, budget 0 (@max_graph_breaks(0))"])
+    (test,) = json.loads(open("r.json").read())["tests"]
+    assert test["functions"][0]["cache_entries"] >= 1
+
+
+def test_recompile_on_another_thread_names_the_users_frame(run) -> None:
+    result = run(
+        SHARED
+        + """
+from concurrent.futures import ThreadPoolExecutor
+
+def test_thread():
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(shared, torch.ones(2)).result()
+        pool.submit(shared, torch.ones(2, 2)).result()
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["  fail-fast: stopped at test_it.py:* in test_thread, before that recompile ran"]
+    )
+
+
+def test_isolation_cost_is_reported(run) -> None:
+    result = run(
+        SHARED
+        + """
+def test_a():
+    shared(torch.ones(2))
+
+def test_b():
+    shared(torch.ones(2))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["isolation: * compiling again what earlier tests had compiled; " + esc(ISOLATION_HINT)]
+    )
+
+
+def test_without_single_entry_support_falls_back_to_a_full_reset(run, monkeypatch) -> None:
+    from pytest_recompile import _torch
+
+    monkeypatch.setattr(_torch, "can_keep_entries", lambda: False)
+    result = run(WARMED_MODULE, "--recompile-budget")
+    # Still order-independent, but the warm-up is dropped: batch 8 is a first compile
+    # (test_a, test_b pass), and the warm shape is compiled again (test_warm_shape_only fails).
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([f"isolation: {esc(RESET_FALLBACK)}"])
+
+
+def test_order_with_wider_fixtures_under_xdist(pytester) -> None:
+    pytester.makepyfile(
+        test_fix=HEADER + WARMED_MODULE,
+        test_cls=HEADER
+        + SHARED
+        + """
+import unittest
+
+class TestModel(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        shared(torch.randn(4, 4))
+
+    def test_big(self):
+        shared(torch.randn(8, 4))
+
+    def test_warm(self):
+        shared(torch.randn(4, 4))
+""",
+    )
+    expected = {
+        "test_a": "failed",
+        "test_b": "failed",
+        "test_warm_shape_only": "passed",
+        "TestModel::test_big": "failed",
+        "TestModel::test_warm": "passed",
+    }
+    for dist in ("loadfile", "loadscope"):
+        result = pytester.runpytest_subprocess(
+            "--recompile-budget", "-v", "-p", "no:randomly", "-n", "2", f"--dist={dist}"
+        )
+        assert outcomes(result) == expected, dist
+
+
+def test_parametrized_module_fixture_drops_its_previous_value(run) -> None:
+    result = run(
+        SHARED
+        + """
+@pytest.fixture(scope="module", params=[4, 6])
+def warmed(request):
+    shared(torch.randn(request.param, 4))
+    return request.param
+
+def test_its_shape(warmed):
+    shared(torch.randn(warmed, 4))
+
+def test_four(warmed):
+    shared(torch.randn(4, 4))
+""",
+        "--recompile-budget",
+        "-v",
+    )
+    assert outcomes(result) == {
+        "test_its_shape[4]": "passed",
+        "test_four[4]": "passed",
+        "test_its_shape[6]": "passed",
+        "test_four[6]": "failed",  # warmed[4] was torn down: its entry is gone
+    }
+    result.stdout.fnmatch_lines(["*size mismatch at index 0. expected 6, actual 4*"])
