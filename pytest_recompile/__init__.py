@@ -18,12 +18,13 @@ _LAZY = {
     "InstalledGuard": "guards",
     "GraphBreak": "guards",
     "CompiledWhileWarm": "tracker",
-    "FunctionRecord": "tracker",
-    "Recompile": "tracker",
+    "FunctionRecord": "verdict",
+    "Recompile": "verdict",
     "RecompileBudgetExceeded": "tracker",
     "RecompileGateError": "tracker",
     "RecompileTracker": "tracker",
-    "Violation": "tracker",
+    "Rule": "markers",
+    "Violation": "verdict",
     "warm": "tracker",
 }
 
@@ -39,6 +40,7 @@ __all__ = [
     "RecompileBudgetExceeded",
     "RecompileGateError",
     "RecompileTracker",
+    "Rule",
     "Violation",
     "__version__",
     "warm",
@@ -46,17 +48,15 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .guards import GraphBreak, InstalledGuard, Reason
-    from .markers import Budget, BudgetError
+    from .markers import Budget, BudgetError, Rule
     from .tracker import (
         CompiledWhileWarm,
-        FunctionRecord,
-        Recompile,
         RecompileBudgetExceeded,
         RecompileGateError,
         RecompileTracker,
-        Violation,
         warm,
     )
+    from .verdict import FunctionRecord, Recompile, Violation
 
 
 def __getattr__(name: str) -> Any:

@@ -21,6 +21,7 @@ present, so an incompatible torch is a clear error at start, not a silent pass.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -196,10 +197,8 @@ def _named(fn: Any) -> tuple[CodeType, str] | None:
             return forward, f"{type(fn).__qualname__}.forward"
         return None
     fn = _function_of(fn)
-    try:
+    with contextlib.suppress(ValueError):  # a __wrapped__ cycle
         fn = _function_of(inspect.unwrap(fn))
-    except ValueError:  # a __wrapped__ cycle
-        pass
     code = getattr(fn, "__code__", None)
     if isinstance(code, CodeType):
         return code, str(getattr(fn, "__qualname__", code.co_name))
@@ -280,8 +279,12 @@ def _event_from(compile_frame: FrameType) -> CompileEvent:
                 # torch hangs every wrapped callable's entries on one wrapper: those made for
                 # another callable are not this one's (entries made before the first hook
                 # was installed are unknown, and kept).
-                made_for = _WRAPPED.setdefault(code, {})
+                present = {str(e.compile_id) for e in entries}
+                made_for = {
+                    k: v for k, v in _WRAPPED.get(code, {}).items() if k in present
+                }  # forget entries that are gone
                 made_for[str(compile_id)] = named[0]
+                _WRAPPED[code] = made_for
                 reasons = tuple(
                     r for r in reasons if made_for.get(r.partition(":")[0], named[0]) is named[0]
                 )
@@ -344,6 +347,16 @@ _CACHE_SIZE_FIELDS = ("num_cache_entries", "num_cache_entries_with_same_id_match
 def entries(code: CodeType) -> list[KeptEntry]:
     """The cache entries on ``code`` that torch counts, newest first (kept ones excluded)."""
     return [KeptEntry(e.compile_id, e.guard_manager, e.code) for e in _entry_list(code)]
+
+
+def entry_alive(entry: KeptEntry) -> bool:
+    """Whether the objects an entry matches by identity still exist.
+
+    torch invalidates an entry when such an object dies (a new object could reuse its id);
+    it cannot reach entries kept by :func:`keep_only`, so they are checked here instead.
+    """
+    refs = getattr(entry.guard_manager, "id_matched_objs", None) or {}
+    return all(ref() is not None for ref in refs.values())
 
 
 def kept_entries(code: CodeType) -> tuple[KeptEntry, ...]:
@@ -705,12 +718,6 @@ def restore_compile_state(saved: CompileState) -> list[str]:
     return changed
 
 
-def current_stance() -> str:
-    import torch._dynamo.eval_frame as eval_frame
-
-    return str(eval_frame._stance.stance)
-
-
 # --- caches, metrics ------------------------------------------------------------------------
 
 
@@ -751,6 +758,26 @@ def compile_seconds() -> Iterator[dict[str, float]]:
         dynamo_utils.set_compilation_metrics_limit(old_capacity)
 
 
+@functools.cache
+def device_summary() -> str:
+    """What the compiled code runs on here: "cpu", or the CUDA devices by name."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "cpu"
+    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return "cuda: " + ", ".join(names)
+
+
+# --- read only by the plugin's own tests (restoration checks) -------------------------
+
+
+def current_stance() -> str:
+    import torch._dynamo.eval_frame as eval_frame
+
+    return str(eval_frame._stance.stance)
+
+
 def installed_hooks() -> int:
     """How many pre-compile hooks torch holds (restoration checks)."""
     import torch._dynamo.utils as dynamo_utils
@@ -763,17 +790,6 @@ def metrics_capacity() -> int | None:
     import torch._dynamo.utils as dynamo_utils
 
     return dynamo_utils._compilation_metrics.maxlen
-
-
-@functools.cache
-def device_summary() -> str:
-    """What the compiled code runs on here: "cpu", or the CUDA devices by name."""
-    import torch
-
-    if not torch.cuda.is_available():
-        return "cpu"
-    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    return "cuda: " + ", ".join(names)
 
 
 def compile_callbacks() -> int:

@@ -7,6 +7,7 @@ test below it is reported so the file can be tightened.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -97,10 +98,8 @@ def write_json_atomic(path: str, data: Any) -> None:
             os.fsync(out.fileno())
         os.replace(temporary, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
-        except FileNotFoundError:
-            pass
         raise
 
 

@@ -1,4 +1,5 @@
-"""The per-test gate and the session summary: registered only when something is gated.
+"""The gate: the per-test phases (isolation, tracking, judging) and the session summary,
+registered only when something is gated.
 
 Importing this module imports the tracker and the reports (not torch itself: that happens when
 the first gated test starts). :mod:`pytest_recompile.plugin` imports it only when the gate is
@@ -21,17 +22,16 @@ from . import __version__, _torch
 from .baseline import baseline_document, write_json_atomic
 from .isolation import Ledger, Owner
 from .names import PREFIX
-from .plugin import BUDGET_KEY, FIXTURES_KEY, TRACKER_KEY, Settings, assign_budgets
 from .report import (
     TestSummary,
-    call_site,
     failure_message,
     fixture_limit_lines,
     report_document,
     summarize_test,
     summary_lines,
 )
-from .tracker import RecompileBudgetExceeded, RecompileTracker, Violation
+from .settings import BUDGET_KEY, FIXTURES_KEY, TRACKER_KEY, Settings, assign_budgets
+from .tracker import RecompileBudgetExceeded, RecompileTracker, stopped_message
 
 
 class Gate:
@@ -193,33 +193,21 @@ class Gate:
         tracker = item.stash.get(TRACKER_KEY, None)
         if tracker is None:
             return (yield)
-        stopped: RecompileBudgetExceeded | None = None
-        broke = None
         state = _torch.compile_state()
+        failure: BaseException | None = None
         try:
             result = yield
-        except RecompileBudgetExceeded as exc:
-            stopped = exc
         except BaseException as exc:
+            failure = exc
+        finally:
             _restore(item, state)
-            broke = tracker.note_exception(exc)
-            if broke is None:
-                # The test's own failure wins; what the gate saw goes into a report section.
-                found = tracker.violations()
-                tracker.judged = len(found)
-                if found:
-                    item.add_report_section("call", "recompile", self._message(tracker, found))
-                raise
-        _restore(item, state)
-        if stopped is not None:
-            tracker.judged = len(tracker.violations())
-            _fail(stopped, item)
-        found = tracker.violations()
-        tracker.judged = len(found)
-        if broke is not None:  # failed outside the except block: no chained torch traceback
-            pytest.fail(self._message(tracker, found), pytrace=False)
-        if found and self.settings.mode != "report-only":
-            pytest.fail(self._message(tracker, found), pytrace=False)
+        decided = tracker.outcome(failure, str(item.config.rootpath))
+        if decided.section:
+            item.add_report_section("call", "recompile", decided.section)
+        if decided.fail:  # outside the except block: no chained torch traceback
+            pytest.fail(decided.fail, pytrace=False)
+        if failure is not None:
+            raise failure
         return result
 
     @pytest.hookimpl(wrapper=True, trylast=True)
@@ -242,11 +230,8 @@ class Gate:
         if tracker is not None and self.settings.mode != "report-only":
             found = tracker.violations()
             if len(found) > tracker.judged:  # compiles in teardown broke the rules
-                pytest.fail(self._message(tracker, found), pytrace=False)
+                pytest.fail(failure_message(tracker.records, found), pytrace=False)
         return result
-
-    def _message(self, tracker: RecompileTracker, found: list[Violation]) -> str:
-        return failure_message(tracker.records, found)
 
     # -- reports --------------------------------------------------------------------------------
 
@@ -268,7 +253,7 @@ class Gate:
         if isinstance(stopped, RecompileBudgetExceeded) and report.failed:
             # Raised where pytest did not let the gate's hooks catch it (unittest, a thread,
             # a subtest): show the gate's message alone, not torch's frames.
-            report.longrepr = gate_message(stopped, item)
+            report.longrepr = stopped_message(stopped, str(item.config.rootpath))
         return report
 
     def results(self, item: pytest.Item, tracker: RecompileTracker) -> TestSummary:
@@ -345,18 +330,9 @@ def _restore(item: pytest.Item, state: _torch.CompileState) -> None:
         )
 
 
-def gate_message(stopped: RecompileBudgetExceeded, item: pytest.Item) -> str:
-    return failure_message(
-        stopped.records,
-        stopped.violations,
-        stopped=stopped.stopped,
-        site=call_site(stopped.__traceback__, str(item.config.rootpath)),
-    )
-
-
 def _fail(stopped: RecompileBudgetExceeded, item: pytest.Item) -> NoReturn:
     """Fail the test with the gate's message alone (torch's frames are no help to the user)."""
-    pytest.fail(gate_message(stopped, item), pytrace=False)
+    pytest.fail(stopped_message(stopped, str(item.config.rootpath)), pytrace=False)
 
 
 class Summary:
@@ -422,7 +398,7 @@ class Summary:
             "platform": sys.platform,
         }
         options = {
-            "default_budget": settings.default,
+            "default_budget": settings.default.value if settings.default else None,
             "mode": settings.mode,
             "keep_caches": settings.keep_caches,
             "fullgraph": settings.fullgraph is not None,

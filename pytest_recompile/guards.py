@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 # -- the vocabulary -------------------------------------------------------------------------
 
@@ -210,16 +211,25 @@ def parse_reason(raw: str, leaf_kind: str | None = None) -> Reason:
     return Reason(text, entry, raw, kind, detail, source, expected, actual)
 
 
-def classify_text(
-    text: str,
-) -> tuple[str, str | None, str | None, str | None, str | None]:
-    """(kind, detail, source, expected, actual) from a guard's text alone."""
+class Classified(NamedTuple):
+    """What a guard's text says: its kind, a detail (size, dtype, grad_mode...), the value it
+    guards (``x``, ``G['step']``), and the expected and actual values where it gives them."""
+
+    kind: str
+    detail: str | None = None
+    source: str | None = None
+    expected: str | None = None
+    actual: str | None = None
+
+
+def classify_text(text: str) -> Classified:
+    """A guard's kind and particulars from its text alone."""
     tensor = _TENSOR.match(text)
     if tensor:
         what = tensor.group("what").lower()
         detail = next((name for key, name in _TENSOR_DETAIL if key in what), None)
         ea = _EXPECTED_ACTUAL.search(text)
-        return (
+        return Classified(
             "TENSOR_MATCH",
             detail,
             tensor.group("source"),
@@ -230,7 +240,7 @@ def classify_text(
     if wrong_type:
         found = _FOUND.search(text)
         wants_tensor = "ensor" in wrong_type.group("want")
-        return (
+        return Classified(
             "TENSOR_MATCH" if wants_tensor else "TYPE_MATCH",
             "type" if wants_tensor else None,
             wrong_type.group("source"),
@@ -239,43 +249,37 @@ def classify_text(
         )
     if text.startswith("GLOBAL_STATE changed:"):
         flags = text.split(":", 1)[1].strip()
-        return "GLOBAL_STATE", flags or None, None, None, None
+        return Classified("GLOBAL_STATE", flags or None)
     if "___check_global_state" in text:
-        return "GLOBAL_STATE", None, None, None, None
+        return Classified("GLOBAL_STATE")
     if text.startswith("BACKEND_MATCH") or "___check_current_backend" in text:
-        return "BACKEND_MATCH", None, None, None, None
+        return Classified("BACKEND_MATCH")
     if "___check_obj_id" in text:
-        return "ID_MATCH", None, _call_source(text), None, None
+        return Classified("ID_MATCH", None, _call_source(text))
     if "___check_type_id" in text:
-        return "TYPE_MATCH", None, _call_source(text), None, None
+        return Classified("TYPE_MATCH", None, _call_source(text))
     if "___check_torch_function_mode_stack" in text:
-        return "TORCH_FUNCTION_MODE_STACK", None, None, None, None
+        return Classified("TORCH_FUNCTION_MODE_STACK")
     if "CURRENT_DEVICE" in text:
-        return "DEFAULT_DEVICE", None, None, None, None
+        return Classified("DEFAULT_DEVICE")
     if "Duplicate tensor found" in text or "___check_no_aliasing" in text:
-        return "OBJECT_ALIASING", None, None, None, None
+        return Classified("OBJECT_ALIASING")
     if text.startswith("len("):
         eq = _EQUALS.match(text)
         source = eq.group("source")[4:-1] if eq else None
-        return "SEQUENCE_LENGTH", None, source, eq.group("expected") if eq else None, None
+        return Classified("SEQUENCE_LENGTH", None, source, eq.group("expected") if eq else None)
     if _SHAPE.search(text):
-        return (
-            "SHAPE_ENV",
-            "0/1 specialization" if "mark_unbacked" in text else None,
-            None,
-            None,
-            None,
-        )
+        return Classified("SHAPE_ENV", "0/1 specialization" if "mark_unbacked" in text else None)
     none = _IS_NONE.match(text)
     if none:
-        return "NONE_MATCH", None, none.group("source"), None, None
+        return Classified("NONE_MATCH", None, none.group("source"))
     alias = _ALIAS.match(text)
     if alias:
-        return "OBJECT_ALIASING", None, alias.group("source"), None, None
+        return Classified("OBJECT_ALIASING", None, alias.group("source"))
     equals = _EQUALS.match(text)
     if equals:
-        return "EQUALS_MATCH", None, equals.group("source"), equals.group("expected"), None
-    return "OTHER", None, None, None, None
+        return Classified("EQUALS_MATCH", None, equals.group("source"), equals.group("expected"))
+    return Classified("OTHER")
 
 
 def _call_source(text: str) -> str | None:
@@ -379,7 +383,7 @@ def installed_guard(
     text = "; ".join(strip_comment(part) for part in code_parts) or torch_kind
     kind = normalise_kind(torch_kind)
     if kind is None and not source:  # epilogue lambda guards: symbolic shapes, aliasing
-        by_text = classify_text(text)[0]
+        by_text = classify_text(text).kind
         kind = by_text if by_text != "OTHER" else None
     kind = kind or torch_kind
     framework = (

@@ -163,7 +163,11 @@ class Ledger:
         restore = bool(self.dirty)
         self.dirty = weakref.WeakSet()
         for code in codes:
-            keep = [e for e in self.store.get(code, ()) if self.owners[e.guard_manager].kept]
+            keep = [
+                e
+                for e in self.store.get(code, ())
+                if self.owners[e.guard_manager].kept and _torch.entry_alive(e)
+            ]
             if keep:
                 self.store[code] = keep
             else:

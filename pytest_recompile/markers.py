@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from .names import (
     ALLOW_RECOMPILES,
@@ -21,6 +21,8 @@ from .names import (
     MAX_RECOMPILES_FORM,
 )
 
+T = TypeVar("T")
+
 
 class BudgetError(ValueError):
     """A budget value that is not a non-negative integer, or a malformed marker."""
@@ -35,47 +37,57 @@ class MarkLike(Protocol):
 
 
 @dataclass(frozen=True)
+class Rule(Generic[T]):
+    """One rule of a test and where it came from (``--recompile-budget=0``, a marker)."""
+
+    value: T
+    source: str
+
+
+@dataclass(frozen=True)
 class Budget:
-    """How many recompiles a test may make.
+    """The rules of one test.
 
     ``total`` caps the sum over the functions that have no budget of their own (over all
-    functions when the total comes from an explicit ``max_recompiles(n)``); ``None`` means
-    no cap. ``per_function`` caps single functions, matched by name or qualname.
+    functions when ``total_counts_named``, as for an explicit ``max_recompiles(n)``); None
+    means no cap. ``per_function`` caps single functions, matched by name or qualname.
+    ``expect``: the guard kinds allowed to trigger a recompile (None: any); ``forbid``: the
+    kinds that may not be installed on the test's own values; ``fullgraph``: where fullgraph
+    semantics came from (None: off).
     """
 
-    total: int | None
-    total_source: str = ""
-    per_function: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    total: Rule[int] | None = None
+    per_function: Mapping[str, Rule[int]] = field(default_factory=dict)
     total_counts_named: bool = False
-    expect: frozenset[str] | None = None  # kinds allowed to trigger a recompile; None: any
-    expect_source: str = ""
-    forbid: frozenset[str] = frozenset()  # kinds that may not be installed on user values
-    forbid_source: str = ""
-    fullgraph: str | None = None  # where fullgraph semantics came from; None: off
-    max_graph_breaks: int | None = None
-    graph_breaks_source: str = ""
-    max_cudagraph_rerecords: int | None = None
-    cudagraph_source: str = ""
+    expect: Rule[frozenset[str]] | None = None
+    forbid: Rule[frozenset[str]] | None = None
+    fullgraph: str | None = None
+    max_graph_breaks: Rule[int] | None = None
+    max_cudagraph_rerecords: Rule[int] | None = None
 
-    def for_function(self, name: str, qualname: str) -> tuple[int, str] | None:
+    def for_function(self, name: str, qualname: str) -> Rule[int] | None:
         found = self.per_function.get(qualname)
         return found if found is not None else self.per_function.get(name)
+
+    @property
+    def forbidden(self) -> frozenset[str]:
+        return self.forbid.value if self.forbid is not None else frozenset()
 
     def describe(self) -> str:
         parts = []
         if self.total is not None:
-            parts.append(f"{self.total} in total ({self.total_source})")
-        parts += [f"{n} for {fn} ({src})" for fn, (n, src) in self.per_function.items()]
+            parts.append(f"{self.total.value} in total ({self.total.source})")
+        parts += [f"{r.value} for {fn} ({r.source})" for fn, r in self.per_function.items()]
         if self.expect is not None:
-            parts.append(f"recompiles by {', '.join(sorted(self.expect))} only")
-        if self.forbid:
-            parts.append(f"no {', '.join(sorted(self.forbid))} guards")
+            parts.append(f"recompiles by {', '.join(sorted(self.expect.value))} only")
+        if self.forbidden:
+            parts.append(f"no {', '.join(sorted(self.forbidden))} guards")
         if self.fullgraph:
             parts.append("fullgraph")
         if self.max_graph_breaks is not None:
-            parts.append(f"at most {self.max_graph_breaks} graph breaks")
+            parts.append(f"at most {self.max_graph_breaks.value} graph breaks")
         if self.max_cudagraph_rerecords is not None:
-            parts.append(f"at most {self.max_cudagraph_rerecords} CUDA-graph re-records")
+            parts.append(f"at most {self.max_cudagraph_rerecords.value} CUDA-graph re-records")
         return "; ".join(parts) or "no cap"
 
 
@@ -124,8 +136,8 @@ def _parse_max_recompiles(mark: MarkLike, where: str) -> tuple[int, str | None]:
     return count, function
 
 
-def _kinds(marks: Iterable[MarkLike], form: str, where: str) -> tuple[frozenset[str], str]:
-    """The union of the kinds named by stacked markers (aliases normalised)."""
+def _kinds(marks: Iterable[MarkLike], form: str, where: str) -> Rule[frozenset[str]] | None:
+    """The union of the kinds named by stacked markers (aliases normalised), or None."""
     from .guards import UnknownKind, check_kind
 
     kinds: set[str] = set()
@@ -142,15 +154,14 @@ def _kinds(marks: Iterable[MarkLike], form: str, where: str) -> tuple[frozenset[
             except UnknownKind as exc:
                 raise BudgetError(str(exc)) from None
             named.append(repr(arg))
+    if not named:
+        return None
     name = form.split("(", 1)[0]
-    return frozenset(kinds), f"@{name}({', '.join(named)})" if named else ""
+    return Rule(frozenset(kinds), f"@{name}({', '.join(named)})")
 
 
-def _count_marker(
-    marks: Iterable[MarkLike], name: str, form: str, where: str
-) -> tuple[int | None, str]:
-    """The closest ``name(n)`` marker's count and its source, or (None, ""); every
-    stacked marker is validated."""
+def _count_marker(marks: Iterable[MarkLike], name: str, form: str, where: str) -> Rule[int] | None:
+    """The closest ``name(n)`` marker's count, or None; every stacked marker is validated."""
     counts = []
     label = f"@pytest.mark.{name} on {where}"
     for mark in marks:
@@ -159,7 +170,7 @@ def _count_marker(
                 f"{label}: expected exactly one count; accepted form is @pytest.mark.{form}"
             )
         counts.append(check_count(mark.args[0], label))
-    return (counts[0], f"@{name}({counts[0]})") if counts else (None, "")
+    return Rule(counts[0], f"@{name}({counts[0]})") if counts else None
 
 
 def _no_args(marks: Iterable[MarkLike], name: str, where: str) -> bool:
@@ -171,86 +182,102 @@ def _no_args(marks: Iterable[MarkLike], name: str, where: str) -> bool:
     return found
 
 
-def budget_from_marks(
-    marks: Mapping[str, Iterable[MarkLike]],
-    default: int | None,
-    default_source: str,
-    where: str,
-    *,
-    fullgraph_default: str | None = None,
-    baseline: tuple[int, str] | None = None,
-) -> Budget | None:
-    """The rules of one test, or None when the test is not gated.
+def _recompile_marks(
+    marks: Iterable[MarkLike], where: str
+) -> tuple[Rule[int] | None, dict[str, Rule[int]]]:
+    """The closest ``max_recompiles(n)`` (the total) and the ``function=`` budgets."""
+    total: Rule[int] | None = None
+    per_function: dict[str, Rule[int]] = {}
+    for mark in marks:
+        count, function = _parse_max_recompiles(mark, f"@pytest.mark.{MAX_RECOMPILES} on {where}")
+        if function is None:
+            total = total or Rule(count, f"@{MAX_RECOMPILES}({count})")
+        else:
+            source = f"@{MAX_RECOMPILES}({count}, function={function!r})"
+            per_function.setdefault(function, Rule(count, source))
+    return total, per_function
+
+
+def rules_from_marks(marks: Mapping[str, Iterable[MarkLike]], where: str) -> tuple[Budget, bool]:
+    """Every marker of one test read into a Budget without a default total, and whether the
+    test opted out of the default (``allow_recompiles``).
 
     ``marks`` maps each marker name to its marks, closest first (pytest's ``iter_markers``
     order): the closest marker wins for a count; guard kinds of stacked markers add up.
-    ``baseline`` (count, source) is the test's recorded count: it replaces the default.
     """
-    total: tuple[int, str] | None = None
-    per_function: dict[str, tuple[int, str]] = {}
-    for mark in marks.get(MAX_RECOMPILES, ()):
-        count, function = _parse_max_recompiles(mark, f"@pytest.mark.{MAX_RECOMPILES} on {where}")
-        if function is None:
-            total = total or (count, f"@{MAX_RECOMPILES}({count})")
-        else:
-            source = f"@{MAX_RECOMPILES}({count}, function={function!r})"
-            per_function.setdefault(function, (count, source))
+    total, per_function = _recompile_marks(marks.get(MAX_RECOMPILES, ()), where)
     try:
         allowed = _no_args(marks.get(ALLOW_RECOMPILES, ()), ALLOW_RECOMPILES, where)
     except BudgetError as exc:
         raise BudgetError(
             f"{exc}; use @pytest.mark.{MAX_RECOMPILES_FORM} to set a budget"
         ) from None
-    expect_marks = list(marks.get(EXPECT_GUARDS, ()))
-    expect, expect_source = _kinds(
-        expect_marks, EXPECT_GUARDS_FORM, f"@pytest.mark.{EXPECT_GUARDS} on {where}"
+    fullgraph = _no_args(marks.get(FULLGRAPH, ()), FULLGRAPH, where)
+    rules = Budget(
+        total=total,
+        per_function=per_function,
+        total_counts_named=total is not None,
+        expect=_kinds(
+            marks.get(EXPECT_GUARDS, ()),
+            EXPECT_GUARDS_FORM,
+            f"@pytest.mark.{EXPECT_GUARDS} on {where}",
+        ),
+        forbid=_kinds(
+            marks.get(FORBID_GUARDS, ()),
+            FORBID_GUARDS_FORM,
+            f"@pytest.mark.{FORBID_GUARDS} on {where}",
+        ),
+        fullgraph=f"@pytest.mark.{FULLGRAPH}" if fullgraph else None,
+        max_graph_breaks=_count_marker(
+            marks.get(MAX_GRAPH_BREAKS, ()), MAX_GRAPH_BREAKS, MAX_GRAPH_BREAKS_FORM, where
+        ),
+        max_cudagraph_rerecords=_count_marker(
+            marks.get(MAX_CUDAGRAPH_RERECORDS, ()),
+            MAX_CUDAGRAPH_RERECORDS,
+            MAX_CUDAGRAPH_RERECORDS_FORM,
+            where,
+        ),
     )
-    forbid, forbid_source = _kinds(
-        marks.get(FORBID_GUARDS, ()), FORBID_GUARDS_FORM, f"@pytest.mark.{FORBID_GUARDS} on {where}"
-    )
-    fullgraph = (
-        f"@pytest.mark.{FULLGRAPH}"
-        if _no_args(marks.get(FULLGRAPH, ()), FULLGRAPH, where)
-        else None
-    )
-    breaks, breaks_source = _count_marker(
-        marks.get(MAX_GRAPH_BREAKS, ()), MAX_GRAPH_BREAKS, MAX_GRAPH_BREAKS_FORM, where
-    )
-    rerecords, rerecords_source = _count_marker(
-        marks.get(MAX_CUDAGRAPH_RERECORDS, ()),
-        MAX_CUDAGRAPH_RERECORDS,
-        MAX_CUDAGRAPH_RERECORDS_FORM,
-        where,
-    )
-    rules: dict[str, Any] = {
-        "per_function": per_function,
-        "expect": expect if expect_marks else None,
-        "expect_source": expect_source,
-        "forbid": forbid,
-        "forbid_source": forbid_source,
-        "fullgraph": fullgraph,
-        "max_graph_breaks": breaks,
-        "graph_breaks_source": breaks_source,
-        "max_cudagraph_rerecords": rerecords,
-        "cudagraph_source": rerecords_source,
-    }
-    if total is not None:
-        budget = Budget(total[0], total[1], total_counts_named=True, **rules)
-    elif baseline is not None and not allowed:
-        budget = Budget(baseline[0], baseline[1], **rules)
-    elif default is not None and not allowed:
-        budget = Budget(default, default_source, **rules)
-    elif (
-        per_function
-        or expect_marks
-        or forbid
-        or fullgraph
-        or breaks is not None
-        or rerecords is not None
-    ):
-        budget = Budget(None, "", **rules)
-    else:
-        return None
-    if fullgraph_default and budget.fullgraph is None:
+    return rules, allowed
+
+
+def choose_total(
+    rules: Budget,
+    allowed: bool,
+    default: Rule[int] | None,
+    baseline: Rule[int] | None,
+    fullgraph_default: str | None = None,
+) -> Budget | None:
+    """A test's budget: its own ``max_recompiles(n)``, else its baseline, else the default
+    (unless it opted out); None when nothing gates the test."""
+    budget: Budget | None = rules
+    if rules.total is None:
+        fallback = None if allowed else (baseline or default)
+        if fallback is not None:
+            budget = replace(rules, total=fallback)
+        elif not (
+            rules.per_function
+            or rules.expect
+            or rules.forbid
+            or rules.fullgraph
+            or rules.max_graph_breaks
+            or rules.max_cudagraph_rerecords
+        ):
+            budget = None
+    if budget is not None and fullgraph_default and budget.fullgraph is None:
         budget = replace(budget, fullgraph=fullgraph_default)
     return budget
+
+
+def budget_from_marks(
+    marks: Mapping[str, Iterable[MarkLike]],
+    default: Rule[int] | None,
+    where: str,
+    *,
+    fullgraph_default: str | None = None,
+    baseline: Rule[int] | None = None,
+) -> Budget | None:
+    """The rules of one test, or None when the test is not gated (see
+    :func:`rules_from_marks` and :func:`choose_total`)."""
+    rules, allowed = rules_from_marks(marks, where)
+    return choose_total(rules, allowed, default, baseline, fullgraph_default)

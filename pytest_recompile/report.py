@@ -1,4 +1,5 @@
-"""Failure messages and summary lines (pure: records in, text out)."""
+"""Messages and documents: failure messages, summary lines, the JSON report (pure: records
+and violations in, text and JSON-ready values out)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, TypedDict
 from .guards import GraphBreak, hint_for, parse_reason
 from .markers import Budget
 from .names import PREFIX
-from .tracker import FunctionRecord, Recompile, Violation, rerecords
+from .verdict import FunctionRecord, Recompile, Violation, rerecords
 
 STOPPED = "stopped here, before compiling"
 EAGER_FALLBACK = "fell back to eager"
@@ -19,7 +20,8 @@ LIMIT_FIX = (
 )
 
 
-def where(filename: str, lineno: int, root: str | None = None) -> str:
+def location(filename: str, lineno: int, root: str | None = None) -> str:
+    """``file:line``, relative to ``root`` (default: the working directory) when inside it."""
     base = root or os.getcwd()
     try:
         rel = os.path.relpath(filename, base)
@@ -36,10 +38,9 @@ def plural(count: int, word: str) -> str:
 def unknown_function_line(v: Violation) -> str:
     import difflib
 
-    wanted, *names = (str(item) for item in v.items)
-    close = difflib.get_close_matches(wanted, names, n=1)
+    close = difflib.get_close_matches(v.wanted, list(v.compiled), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    compiled = ", ".join(names) or "none"
+    compiled = ", ".join(v.compiled) or "none"
     return f"{PREFIX} {v.source} names no function this test compiled (compiled: {compiled}){hint}"
 
 
@@ -52,16 +53,16 @@ def violation_line(v: Violation) -> str:
             f"{PREFIX} '{fn}' recompiled {plural(v.used, 'time')}, budget {v.allowed} ({v.source})"
         )
     if v.kind == "unexpected":
-        kinds = ", ".join(sorted({r.kind for r in v.items}))
+        kinds = ", ".join(sorted({r.kind for r in v.reasons}))
         return (
             f"{PREFIX} '{fn}' recompiled because of {kinds}, not a kind this test expects "
-            f"({v.source}): {v.items[0].text}"
+            f"({v.source}): {v.reasons[0].text}"
         )
     if v.kind == "forbidden":
-        kinds = ", ".join(sorted({g.kind for g in v.items}))
+        kinds = ", ".join(sorted({g.kind for g in v.guards}))
         return (
             f"{PREFIX} '{fn}' installed {plural(v.used, 'forbidden guard')} of kind {kinds} "
-            f"({v.source}): {v.items[0].text}"
+            f"({v.source}): {v.guards[0].text}"
         )
     if v.kind == "graph_breaks":
         return f"{PREFIX} {plural(v.used, 'graph break')}, budget {v.allowed} ({v.source})"
@@ -74,7 +75,7 @@ def violation_line(v: Violation) -> str:
     if v.kind == "unknown_function":
         return unknown_function_line(v)
     if v.kind == "fullgraph":
-        return f"{PREFIX} graph break under fullgraph ({v.source}): {v.items[0].reason}"
+        return f"{PREFIX} graph break under fullgraph ({v.source}): {v.breaks[0].reason}"
     return f"{PREFIX} {plural(v.used, 'recompile')}, budget {v.allowed} ({v.source})"
 
 
@@ -108,7 +109,7 @@ def function_block(
     seconds = record.recompile_seconds
     cost = f", {seconds:.3f} s spent recompiling" if seconds else ""
     lines = [
-        f"  {record.qualname}  {where(record.filename, record.lineno, root)}",
+        f"  {record.qualname}  {location(record.filename, record.lineno, root)}",
         f"    cache entries: {record.cache_entries}, compiles: {record.compiles}, "
         f"recompiles: {record.recompile_count}{cost}",
     ]
@@ -118,9 +119,9 @@ def function_block(
         fixes += [(r.label, r.hint) for r in recompile.reasons[:1]]
     for v in violations:
         if v.function is record and v.kind == "unexpected":
-            fixes += [(r.label, r.hint) for r in v.items]
+            fixes += [(r.label, r.hint) for r in v.reasons]
         if v.function is record and v.kind == "forbidden":
-            for guard in v.items:
+            for guard in v.guards:
                 lines.append(
                     f"    forbidden guard [{guard.entry}] {guard.kind} on {guard.source}: "
                     f"{guard.text}"
@@ -139,7 +140,7 @@ def break_lines(
     lines = []
     for index, found in enumerate(breaks, 1):
         lines.append(
-            f"  graph break {index} at {where(found.filename, found.lineno, root)} "
+            f"  graph break {index} at {location(found.filename, found.lineno, root)} "
             f"in {found.function}: {found.reason}"
         )
         if found.line:
@@ -167,8 +168,7 @@ def failure_message(
     for record in offenders(records, violations):
         lines += function_block(record, violations, root)
     for v in violations:
-        if v.kind in ("graph_breaks", "fullgraph"):
-            lines += break_lines(v.items, root)
+        lines += break_lines(v.breaks, root)
     if stopped:
         at = f" at {site}" if site else ""
         lines.append(f"  fail-fast: stopped{at}, before that recompile ran")
@@ -367,7 +367,7 @@ def call_site(tb: TracebackType | None, root: str | None = None) -> str | None:
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
         if not any(part in filename for part in _INTERNAL):
-            site = f"{where(filename, tb.tb_lineno, root)} in {tb.tb_frame.f_code.co_name}"
+            site = f"{location(filename, tb.tb_lineno, root)} in {tb.tb_frame.f_code.co_name}"
             other = site
             if _is_own(filename, root):
                 own = site

@@ -1,6 +1,9 @@
-"""Record compiles per function while a block runs, and judge them against a budget.
+"""Recording: the compiles of each function while a block runs (a test, a ``with`` block).
 
-Plain Python: usable in a script or notebook as well as from the pytest plugin::
+The tracker turns torch's compile events into :class:`~pytest_recompile.verdict.FunctionRecord`
+values and hands them to :func:`~pytest_recompile.verdict.judge`; in fail-fast mode it raises at
+the compile that breaks the rules. Plain Python, usable in a script or notebook as well as from
+the pytest plugin::
 
     from pytest_recompile import RecompileTracker
 
@@ -14,9 +17,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import CodeType, TracebackType
-from typing import Any, Literal
+from typing import Any
 
 from . import _torch
 from .guards import (
@@ -27,8 +30,10 @@ from .guards import (
     installed_guard,
     parse_reason,
 )
-from .markers import Budget, check_count
+from .markers import Budget, Rule, check_count
 from .names import MODES
+from .report import call_site, failure_message, warm_message
+from .verdict import FunctionRecord, Recompile, Violation, judge, unknown_functions
 
 
 class RecompileGateError(AssertionError):
@@ -46,174 +51,19 @@ class RecompileBudgetExceeded(RecompileGateError):
     def __init__(
         self, records: list[FunctionRecord], violations: list[Violation], *, stopped: bool
     ) -> None:
-        from .report import failure_message
-
         self.records = records
         self.violations = violations
         self.stopped = stopped
         super().__init__(failure_message(records, violations, stopped=stopped))
 
 
-@dataclass
-class Recompile:
-    compile_id: str
-    reasons: tuple[Reason, ...]  # one per rejecting cache entry, newest entry first
-    resume: bool = False  # a graph-break resume frame of the function recompiled
-    stopped: bool = False  # refused by the gate: the compile never ran
-    seconds: float | None = None
-    against: str | None = None  # whose entries rejected the call, when the test does not use them
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "compile_id": self.compile_id,
-            "reasons": [r.to_dict() for r in self.reasons],
-            "resume": self.resume,
-            "stopped": self.stopped,
-            "seconds": self.seconds,
-            "against": self.against,
-        }
-
-
-@dataclass
-class FunctionRecord:
-    """One compiled function of the user's (its resume frames included)."""
-
-    name: str
-    qualname: str
-    filename: str
-    lineno: int
-    compiles: int = 0
-    recompiles: list[Recompile] = field(default_factory=list)
-    cache_entries: int = 0
-    compile_seconds: float = 0.0
-    again_seconds: float = 0.0  # compiling again what isolation dropped for an earlier test
-    limit: str | None = None  # "recompile_limit (8)" once torch gave up and ran it eagerly
-    limit_hits: int = 0
-    guards: list[InstalledGuard] | None = None  # installed guards, once inventoried
-
-    @property
-    def recompile_count(self) -> int:
-        return len(self.recompiles)
-
-    @property
-    def recompile_seconds(self) -> float:
-        return sum(r.seconds or 0.0 for r in self.recompiles)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "qualname": self.qualname,
-            "file": self.filename,
-            "line": self.lineno,
-            "compiles": self.compiles,
-            "recompiles": [r.to_dict() for r in self.recompiles],
-            "cache_entries": self.cache_entries,
-            "compile_seconds": round(self.compile_seconds, 6),
-            "again_seconds": round(self.again_seconds, 6),
-            "recompile_seconds": round(self.recompile_seconds, 6),
-            "recompile_limit": self.limit,
-            "guards": [g.to_dict() for g in self.guards] if self.guards is not None else None,
-        }
-
-
-ViolationKind = Literal[
-    "total",
-    "function",
-    "limit",
-    "unexpected",
-    "forbidden",
-    "graph_breaks",
-    "fullgraph",
-    "cudagraph_rerecords",
-    "unknown_function",
-]
-
-
 @dataclass(frozen=True)
-class Violation:
-    kind: ViolationKind
-    used: int
-    allowed: int | None
-    source: str
-    function: FunctionRecord | None = None
-    items: tuple[Any, ...] = ()  # the offending Reasons, InstalledGuards or GraphBreaks
+class Outcome:
+    """What the end of a tracked block means for the test: fail with the gate's message, or
+    let the test's own exception stand with what the gate saw beside it, or nothing."""
 
-
-def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ...]:
-    """The reasons of a recompile whose kind ``expect_guards`` does not allow."""
-    if budget.expect is None:
-        return ()
-    return tuple(r for r in recompile.reasons if r.kind not in budget.expect)
-
-
-def unknown_functions(records: list[FunctionRecord], budget: Budget | None) -> list[Violation]:
-    """A ``function=`` budget naming no function the block compiled: a typo, or a rename.
-
-    Judged when the block ends (not fail-fast: the function may still be compiled).
-    """
-    if budget is None:
-        return []
-    names = {name for r in records for name in (r.name, r.qualname)}
-    compiled = tuple(r.qualname for r in records)
-    return [
-        Violation("unknown_function", 0, count, source, items=(name, *compiled))
-        for name, (count, source) in budget.per_function.items()
-        if name not in names
-    ]
-
-
-def rerecords(recordings: list[str]) -> int:
-    """CUDA-graph recordings beyond the first of each compiled graph."""
-    return len(recordings) - len(set(recordings))
-
-
-def judge(
-    records: list[FunctionRecord],
-    budget: Budget | None,
-    graph_breaks: list[GraphBreak] | None = None,
-    cudagraph_recordings: list[str] | None = None,
-) -> list[Violation]:
-    """Every way ``records`` break ``budget``; a recompile_limit hit always does."""
-    found = [Violation("limit", r.recompile_count, None, r.limit, r) for r in records if r.limit]
-    if budget is None:
-        return found
-    counted = 0
-    for record in records:
-        own = budget.for_function(record.name, record.qualname)
-        if own is not None and record.recompile_count > own[0]:
-            found.append(Violation("function", record.recompile_count, own[0], own[1], record))
-        if own is None or budget.total_counts_named:
-            counted += record.recompile_count
-        odd = tuple(r for rc in record.recompiles for r in unexpected_reasons(rc, budget))
-        if odd:
-            found.append(Violation("unexpected", len(odd), 0, budget.expect_source, record, odd))
-        bad = tuple(g for g in record.guards or () if g.kind in budget.forbid and not g.framework)
-        if bad:
-            found.append(Violation("forbidden", len(bad), 0, budget.forbid_source, record, bad))
-    if budget.total is not None and counted > budget.total:
-        found.append(Violation("total", counted, budget.total, budget.total_source))
-    breaks = distinct_breaks(graph_breaks or [])
-    if budget.max_graph_breaks is not None and len(breaks) > budget.max_graph_breaks:
-        found.append(
-            Violation(
-                "graph_breaks",
-                len(breaks),
-                budget.max_graph_breaks,
-                budget.graph_breaks_source,
-                items=tuple(breaks),
-            )
-        )
-    again = rerecords(cudagraph_recordings or [])
-    if budget.max_cudagraph_rerecords is not None and again > budget.max_cudagraph_rerecords:
-        found.append(
-            Violation(
-                "cudagraph_rerecords",
-                again,
-                budget.max_cudagraph_rerecords,
-                budget.cudagraph_source,
-            )
-        )
-    return found
+    fail: str | None = None
+    section: str | None = None
 
 
 class RecompileTracker:
@@ -242,7 +92,7 @@ class RecompileTracker:
             raise TypeError("pass either budget= or max_recompiles=, not both")
         if max_recompiles is not None:
             count = check_count(max_recompiles, "RecompileTracker(max_recompiles=...)")
-            budget = Budget(count, f"max_recompiles={count}", total_counts_named=True)
+            budget = Budget(Rule(count, f"max_recompiles={count}"), total_counts_named=True)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         self.budget = budget
@@ -407,7 +257,7 @@ class RecompileTracker:
 
     @property
     def _forbids(self) -> bool:
-        return self.budget is not None and bool(self.budget.forbid)
+        return self.budget is not None and bool(self.budget.forbidden)
 
     def _inventory(self, record: FunctionRecord) -> None:
         """Read the guards installed on ``record``'s cache entries (a guard-tree walk)."""
@@ -525,10 +375,10 @@ class RecompileTracker:
         where = f"scoped(max_recompiles={max_recompiles!r})"
         count = check_count(max_recompiles, where)
         if function is None:
-            budget = Budget(count, f"scoped({count})", total_counts_named=True)
+            budget = Budget(Rule(count, f"scoped({count})"), total_counts_named=True)
         else:
             source = f"scoped({count}, function={function!r})"
-            budget = Budget(None, "", {function: (count, source)})
+            budget = Budget(per_function={function: Rule(count, source)})
         return RecompileTracker(budget, mode="fail-fast", reset=False, warm_start=True)
 
     @staticmethod
@@ -543,8 +393,29 @@ class RecompileTracker:
         found += unknown_functions(self.records, self.budget)
         if self.fullgraph_break is not None and self.budget is not None:
             source = self.budget.fullgraph or ""
-            found.append(Violation("fullgraph", 1, 0, source, items=(self.fullgraph_break,)))
+            found.append(Violation("fullgraph", 1, 0, source, breaks=(self.fullgraph_break,)))
         return found
+
+    def outcome(self, exc: BaseException | None, root: str | None = None) -> Outcome:
+        """Judge the block as it ended (``exc``: the exception it raised, if any).
+
+        The gate's own stop fails with its message, where the call stopped (the innermost
+        frame under ``root``); a graph break under fullgraph fails with the gate's message in
+        place of torch's error; any other exception is the test's own failure and stands,
+        with the gate's findings beside it; otherwise broken rules fail, unless report-only.
+        """
+        if isinstance(exc, RecompileBudgetExceeded):
+            self.judged = len(self.violations())
+            return Outcome(fail=stopped_message(exc, root))
+        broke = self.note_exception(exc) if exc is not None else None
+        found = self.violations()
+        self.judged = len(found)
+        message = failure_message(self.records, found) if found else None
+        if exc is not None and broke is None:
+            return Outcome(section=message)
+        if broke is not None or (found and self.mode != "report-only"):
+            return Outcome(fail=message)
+        return Outcome()
 
     def check(self) -> None:
         """Raise RecompileBudgetExceeded if the block broke its budget."""
@@ -560,8 +431,6 @@ def warm() -> Iterator[None]:
     For code that was compiled (warmed up) before the block. The stance is process-global
     and restored when the block ends, however it ends.
     """
-    from .report import warm_message
-
     _torch.check_torch()
     failure = None
     with _torch.fail_on_recompile():
@@ -573,3 +442,13 @@ def warm() -> Iterator[None]:
             failure = str(exc)
     if failure is not None:
         raise CompiledWhileWarm(warm_message(failure))
+
+
+def stopped_message(stopped: RecompileBudgetExceeded, root: str | None = None) -> str:
+    """The gate's message for a call it stopped, with where the call was made."""
+    return failure_message(
+        stopped.records,
+        stopped.violations,
+        stopped=stopped.stopped,
+        site=call_site(stopped.__traceback__, root),
+    )

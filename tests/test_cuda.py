@@ -28,7 +28,8 @@ def test_cpu_to_cuda_is_a_device_tensor_match() -> None:
         double(torch.ones(4))
         double(torch.ones(4, device="cuda"))
     (reason,) = tracker.reasons()
-    assert reason.kind == "TENSOR_MATCH" and reason.detail == "device", reasons_of(tracker)
+    assert reason.kind == "TENSOR_MATCH", reasons_of(tracker)
+    assert reason.detail == "device", reasons_of(tracker)
 
 
 def test_float32_to_bfloat16_on_cuda() -> None:
@@ -59,7 +60,8 @@ def test_tf32_toggle_is_global_state() -> None:
     finally:
         torch.backends.cuda.matmul.allow_tf32 = before
     (reason,) = tracker.reasons()
-    assert reason.kind == "GLOBAL_STATE" and "tf32" in (reason.detail or ""), reasons_of(tracker)
+    assert reason.kind == "GLOBAL_STATE", reasons_of(tracker)
+    assert "tf32" in (reason.detail or ""), reasons_of(tracker)
 
 
 def test_shape_change_with_triton_kernels(run) -> None:

@@ -95,7 +95,7 @@ def documented(mark: Mark) -> bool:
 def test_max_recompiles_accepts_exactly_the_documented_forms(args, kwargs) -> None:
     mark = Mark(tuple(args), kwargs)
     try:
-        budget = budget_from_marks({"max_recompiles": [mark]}, None, "", "t")
+        budget = budget_from_marks({"max_recompiles": [mark]}, None, "t")
     except BudgetError:
         assert not documented(mark)
     else:
@@ -109,7 +109,7 @@ def test_guard_kind_markers_accept_exactly_known_kinds(kinds) -> None:
     mark = Mark(tuple(kinds))
     ok = bool(kinds) and all(isinstance(k, str) and k.upper() in valid for k in kinds)
     try:
-        budget_from_marks({"expect_guards": [mark]}, None, "", "t")
+        budget_from_marks({"expect_guards": [mark]}, None, "t")
     except BudgetError:
         assert not ok
     else:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 from glob import escape as esc
+from pathlib import Path
+from typing import Any
 
 import pytest
 from snippets import HEADER
@@ -47,6 +49,11 @@ def test_warm_shape_only(warmed, recompiles):
 )
 
 SIZE = "tensor 'x' size mismatch at index 0. expected 4, actual 8"
+
+
+def read_json(name: str) -> Any:
+    """A file the inner run wrote (pytester runs it in its own directory)."""
+    return json.loads(Path(name).read_text())
 
 
 def outcomes(result: pytest.RunResult) -> dict[str, str]:
@@ -141,7 +148,7 @@ def test_b(warmed):
             "2 gated tests, 0 recompiles; 0 broke the gate, 0 hit recompile_limit; *",
         ]
     )
-    (fixture,) = json.loads(open("r.json").read())["fixtures"]
+    (fixture,) = read_json("r.json")["fixtures"]
     assert (fixture["fixture"], fixture["compiles"], fixture["recompiles"]) == (
         "module fixture 'warmed'",
         2,  # every compile that ran, the recompile included
@@ -366,10 +373,10 @@ def test_flaky():
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*1 passed, 1 rerun*"])
-    (test,) = json.loads(open("r.json").read())["tests"]
+    (test,) = read_json("r.json")["tests"]
     assert (test["outcome"], test["recompiles"], test["violations"]) == ("passed", 0, [])
     # JUnit XML has a testcase per attempt, each with that attempt's own figures.
-    junit = open("j.xml").read()
+    junit = Path("j.xml").read_text()
     values = [part.split('"', 1)[0] for part in junit.split('name="recompiles" value="')[1:]]
     assert values == ["1", "0"]
 
@@ -388,7 +395,7 @@ def test_sub(subtests):
         "--recompile-budget=5",
         "--recompile-report=r.json",
     )
-    (test,) = json.loads(open("r.json").read())["tests"]
+    (test,) = read_json("r.json")["tests"]
     (fn,) = test["functions"]
     assert (test["recompiles"], fn["compiles"], fn["cache_entries"]) == (2, 3, 3)
 
@@ -413,7 +420,7 @@ class TestBreaks(TestCase):
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"{PREFIX} 1 graph break, budget 0 (@max_graph_breaks(0))"])
-    (test,) = json.loads(open("r.json").read())["tests"]
+    (test,) = read_json("r.json")["tests"]
     assert test["functions"][0]["cache_entries"] >= 1
 
 

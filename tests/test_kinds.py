@@ -181,7 +181,7 @@ def train_eval() -> None:
 
 
 @pytest.mark.parametrize(
-    "scenario, label, text",
+    ("scenario", "label", "text"),
     [
         (global_int, "EQUALS_MATCH", "G['step'] == 0"),
         (int_argument, "EQUALS_MATCH", "n == 2"),
@@ -221,7 +221,7 @@ def test_every_kind_torch_produces(scenario: Callable[[], None], label: str, tex
 
 
 @pytest.mark.parametrize(
-    "raw, kind, detail, source, expected, actual",
+    ("raw", "kind", "detail", "source", "expected", "actual"),
     [
         # torch <= 2.10 spelled locals L['x'] and had no User stack trace.
         ("tensor 'L['x']' size mismatch at index 0. expected 4, actual 8",
@@ -378,7 +378,7 @@ def test_unknown_kind_is_a_usage_error_with_the_closest(run) -> None:
 
 
 @pytest.mark.parametrize(
-    "marker, message",
+    ("marker", "message"),
     [
         ("expect_guards()", EXPECT_GUARDS_FORM),
         ("expect_guards(kinds='ID_MATCH')", EXPECT_GUARDS_FORM),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from glob import escape as esc
 
 import pytest
+from pytest_recompile.settings import BARE_FLAG_HINT
 from snippets import DOUBLE
 
 from pytest_recompile.names import (
@@ -13,7 +14,6 @@ from pytest_recompile.names import (
     MAX_GRAPH_BREAKS_FORM,
     MAX_RECOMPILES_FORM,
 )
-from pytest_recompile.plugin import BARE_FLAG_HINT
 from pytest_recompile.report import PREFIX
 
 RECOMPILES = (
@@ -90,7 +90,7 @@ def test_no_torch_import_without_flag_ini_or_marker(pytester: pytest.Pytester) -
 
 
 @pytest.mark.parametrize(
-    "marker, message",
+    ("marker", "message"),
     [
         ("max_recompiles(-1)", "budget must be a non-negative integer, got -1"),
         ("max_recompiles(1.5)", "got 1.5 (float)"),
@@ -127,7 +127,7 @@ def test_bare_flag_before_a_path_says_how_to_write_it(run, pytester: pytest.Pyte
 
 
 @pytest.mark.parametrize(
-    "ini, message",
+    ("ini", "message"),
     [
         ("recompile_budget = -2", "ini option recompile_budget: expected a non-negative integer"),
         ("recompile_mode = sometimes", "ini option recompile_mode: expected one of fail-fast"),

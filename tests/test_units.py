@@ -6,18 +6,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from pytest_recompile.verdict import FunctionRecord, Recompile, judge, rerecords
 
 from pytest_recompile.guards import parse_reason
 from pytest_recompile.markers import (
     Budget,
     BudgetError,
+    Rule,
     budget_from_marks,
     check_count,
     parse_count_text,
 )
 from pytest_recompile.names import MAX_RECOMPILES_FORM
 from pytest_recompile.report import EAGER_FALLBACK, STOPPED, failure_message, summary_lines
-from pytest_recompile.tracker import FunctionRecord, Recompile, judge, rerecords
 
 
 @dataclass
@@ -30,7 +31,8 @@ def budget(
     *marks: Mark, allow: bool = False, default: int | None = None, **more: list[Mark]
 ) -> Budget | None:
     found = {"max_recompiles": list(marks), "allow_recompiles": [Mark()] if allow else [], **more}
-    return budget_from_marks(found, default, "--recompile-budget", "t")
+    rule = Rule(default, "--recompile-budget") if default is not None else None
+    return budget_from_marks(found, rule, "t")
 
 
 @pytest.mark.parametrize("value", [0, 1, 7])
@@ -55,14 +57,14 @@ def test_no_marker_no_default_is_ungated() -> None:
 
 
 def test_default_applies_and_allow_opts_out() -> None:
-    assert budget(default=0) == Budget(0, "--recompile-budget")
+    assert budget(default=0) == Budget(Rule(0, "--recompile-budget"))
     assert budget(default=0, allow=True) is None
 
 
 def test_closest_total_marker_wins_and_counts_every_function() -> None:
     found = budget(Mark((2,)), Mark((5,)), default=0)
     assert found is not None
-    assert (found.total, found.total_counts_named) == (2, True)
+    assert (found.total, found.total_counts_named) == (Rule(2, "@max_recompiles(2)"), True)
 
 
 def test_function_markers_stack_closest_first() -> None:
@@ -71,13 +73,13 @@ def test_function_markers_stack_closest_first() -> None:
     )
     assert found is not None
     assert found.total is None
-    assert found.for_function("f", "f")[0] == 1  # type: ignore[index]
-    assert found.for_function("g", "C.g")[0] == 2  # type: ignore[index]
+    assert found.for_function("f", "f") == Rule(1, "@max_recompiles(1, function='f')")
+    assert found.for_function("g", "C.g") == Rule(2, "@max_recompiles(2, function='g')")
     assert found.for_function("h", "h") is None
 
 
 @pytest.mark.parametrize(
-    "mark, message",
+    ("mark", "message"),
     [
         (Mark((-1,)), "non-negative integer"),
         (Mark((1.5,)), "non-negative integer"),
@@ -99,12 +101,13 @@ def test_bad_max_recompiles_names_test_and_form(mark: Mark, message: str) -> Non
 
 
 def test_n_keyword_is_accepted() -> None:
-    assert budget(Mark((), {"n": 3})) == Budget(3, "@max_recompiles(3)", total_counts_named=True)
+    expected = Budget(Rule(3, "@max_recompiles(3)"), total_counts_named=True)
+    assert budget(Mark((), {"n": 3})) == expected
 
 
 def test_allow_recompiles_takes_no_arguments() -> None:
     with pytest.raises(BudgetError, match="takes no arguments"):
-        budget_from_marks({"allow_recompiles": [Mark((1,))]}, 0, "src", "t")
+        budget_from_marks({"allow_recompiles": [Mark((1,))]}, Rule(0, "src"), "t")
 
 
 RAW = (
@@ -114,7 +117,7 @@ RAW = (
 
 
 @pytest.mark.parametrize(
-    "raw, text, entry",
+    ("raw", "text", "entry"),
     [
         (RAW, "G['step'] == 2", "0/2"),
         ("0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8", None, "0/0"),
@@ -140,27 +143,29 @@ def record(name: str, recompiles: int, limit: str | None = None) -> FunctionReco
 
 def test_judge_total_excludes_functions_with_their_own_budget() -> None:
     f, g = record("f", 2), record("g", 1)
-    own = Budget(0, "--recompile-budget=0", {"f": (2, "@max_recompiles(2, function='f')")})
+    own = Budget(Rule(0, "--recompile-budget=0"), {"f": Rule(2, "@max_recompiles(2, ...)")})
     found = judge([f, g], own)
     assert [(v.kind, v.used, v.allowed) for v in found] == [("total", 1, 0)]
-    explicit = Budget(2, "@max_recompiles(2)", {"f": (2, "m")}, total_counts_named=True)
+    explicit = Budget(Rule(2, "@max_recompiles(2)"), {"f": Rule(2, "m")}, total_counts_named=True)
     assert [(v.kind, v.used) for v in judge([f, g], explicit)] == [("total", 3)]
 
 
 def test_judge_function_budget_and_limit_always_fail() -> None:
     f = record("f", 3)
-    assert [v.kind for v in judge([f], Budget(None, "", {"f": (1, "m")}))] == ["function"]
+    assert [v.kind for v in judge([f], Budget(per_function={"f": Rule(1, "m")}))] == ["function"]
     hit = record("h", 7, limit="recompile_limit (8)")
-    assert [v.kind for v in judge([hit], Budget(100, "big"))] == ["limit"]
+    assert [v.kind for v in judge([hit], Budget(Rule(100, "big")))] == ["limit"]
     assert [v.kind for v in judge([hit], None)] == ["limit"]
 
 
 def test_failure_message_lists_every_recompile_reason() -> None:
     f = record("f", 2)
     f.recompiles[-1].stopped = True
-    text = failure_message([f], judge([f], Budget(1, "--recompile-budget=1")), stopped=True)
+    rules = Budget(Rule(1, "--recompile-budget=1"))
+    text = failure_message([f], judge([f], rules), stopped=True)
     assert text.startswith("pytest-recompile: 2 recompiles, budget 1 (--recompile-budget=1)")
-    assert "G['step'] == 0" in text and "G['step'] == 1" in text
+    assert "G['step'] == 0" in text
+    assert "G['step'] == 1" in text
     assert STOPPED in text
     assert "/nowhere/m.py:3" in text
 
@@ -168,7 +173,8 @@ def test_failure_message_lists_every_recompile_reason() -> None:
 def test_limit_message_and_summary() -> None:
     hit = record("h", 7, limit="recompile_limit (8)")
     text = failure_message([hit], judge([hit], None))
-    assert "recompile_limit (8)" in text and EAGER_FALLBACK in text
+    assert "recompile_limit (8)" in text
+    assert EAGER_FALLBACK in text
     failing = {
         "violations": [{"kind": "limit", "message": "x"}],
         "recompiles": 7,
@@ -200,9 +206,10 @@ def test_limit_message_and_summary() -> None:
 def test_cudagraph_rerecords_are_counted_apart() -> None:
     recordings = ["0/0", "1/0", "0/0", "0/0"]
     assert rerecords(recordings) == 2
-    assert judge([], Budget(0, "--recompile-budget=0"), None, recordings) == []
-    capped = Budget(None, "", max_cudagraph_rerecords=1, cudagraph_source="@m(1)")
+    assert judge([], Budget(Rule(0, "--recompile-budget=0")), None, recordings) == []
+    capped = Budget(max_cudagraph_rerecords=Rule(1, "@m(1)"))
     (found,) = judge([], capped, None, recordings)
     assert (found.kind, found.used, found.allowed) == ("cudagraph_rerecords", 2, 1)
     marked = budget(max_cudagraph_rerecords=[Mark((1,))])
-    assert marked is not None and marked.max_cudagraph_rerecords == 1
+    assert marked is not None
+    assert marked.max_cudagraph_rerecords == Rule(1, "@max_cudagraph_rerecords(1)")

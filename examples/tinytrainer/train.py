@@ -53,7 +53,7 @@ def train(steps: int, *, fixed: bool, seed: int = 0) -> list[float]:
     losses = []
     global_step = 0
     for _ in range(steps):
-        if fixed:
+        if fixed:  # noqa: SIM108 - the two paths, side by side, are the example
             loss = warmup_loss_fixed(model, x, y, step)
         else:
             loss = warmup_loss(model, x, y)

@@ -1,0 +1,167 @@
+"""Settings: the command-line and ini options of one run, read and checked once, and the stash
+keys that carry per-run and per-test state (no torch import)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .markers import BudgetError, Rule, budget_from_marks, parse_count_text
+from .names import MARKERS, MODES, PREFIX
+
+if TYPE_CHECKING:
+    from .markers import Budget
+    from .tracker import RecompileTracker
+
+SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
+BUDGET_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
+TRACKER_KEY: pytest.StashKey[RecompileTracker] = pytest.StashKey()
+FIXTURES_KEY: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()
+
+BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
+
+
+@dataclass(frozen=True)
+class Settings:
+    default: Rule[int] | None = None  # every test's budget; None: only marked tests are gated
+    mode: str = "fail-fast"
+    keep_caches: bool = False
+    fullgraph: str | None = None  # "--recompile-fullgraph" when every gated test gets fullgraph
+    report: str | None = None  # where the JSON report goes
+    baseline: str | None = None  # the baseline file
+    baseline_counts: dict[str, int] = field(default_factory=dict)  # nodeid -> recompiles
+    baseline_update: bool = False  # write the baseline from this run instead of comparing
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        default = _default_budget(config)
+        mode = config.getoption("recompile_mode") or str(config.getini("recompile_mode")).strip()
+        if mode not in MODES:
+            raise pytest.UsageError(
+                f"{PREFIX} ini option recompile_mode: expected one of {', '.join(MODES)}, "
+                f"got {mode!r}"
+            )
+        keep = bool(
+            config.getoption("recompile_keep_caches") or config.getini("recompile_keep_caches")
+        )
+        fullgraph = None
+        if config.getoption("recompile_fullgraph"):
+            fullgraph = "--recompile-fullgraph"
+        elif config.getini("recompile_fullgraph"):
+            fullgraph = "recompile_fullgraph (ini)"
+        settings = cls(default=default, mode=mode, keep_caches=keep, fullgraph=fullgraph)
+        from .baseline import BaselineError
+
+        try:
+            return _with_files(config, settings)
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    @property
+    def writes_files(self) -> bool:
+        return self.report is not None or self.baseline is not None
+
+    def header(self) -> str:
+        caches = (
+            "kept across tests"
+            if self.keep_caches
+            else "isolated (each test starts from its wider fixtures' entries)"
+        )
+        fullgraph = ", fullgraph" if self.fullgraph else ""
+        budget = f"{self.default.value} ({self.default.source})" if self.default else "none"
+        return (
+            f"recompile gate: active, default budget {budget}, mode {self.mode}, "
+            f"compile caches {caches}{fullgraph}"
+        )
+
+
+def _default_budget(config: pytest.Config) -> Rule[int] | None:
+    """--recompile-budget=N, else the ini option recompile_budget, else None."""
+    value: int | None = config.getoption("recompile_budget")
+    if value is not None:
+        return Rule(value, f"--recompile-budget={value}")
+    ini = str(config.getini("recompile_budget") or "").strip()
+    if not ini:
+        return None
+    try:
+        value = parse_count_text(ini, f"{PREFIX} ini option recompile_budget")
+    except BudgetError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return Rule(value, f"recompile_budget={value} (ini)")
+
+
+def _with_files(config: pytest.Config, settings: Settings) -> Settings:
+    """The report and baseline files: checked writable, the baseline read or to be written."""
+    from dataclasses import replace
+
+    report, report_from = _path_option(config, "report")
+    baseline, baseline_from = _path_option(config, "baseline")
+    update = bool(config.getoption("recompile_baseline_update"))
+    if report is None and baseline is None and not update:
+        return settings
+    from .baseline import BaselineError, check_writable, read_baseline
+
+    if report is not None:
+        check_writable(report, f"{PREFIX} {report_from}")
+    settings = replace(settings, report=report, baseline=baseline)
+    if not update:
+        if baseline is None:
+            return settings
+        counts = read_baseline(baseline, f"{PREFIX} {baseline_from}")
+        return replace(settings, baseline_counts=counts)
+    if baseline is None:
+        raise BaselineError(
+            f"{PREFIX} --recompile-baseline-update needs --recompile-baseline=PATH "
+            "(or the ini option recompile_baseline): where to write the baseline"
+        )
+    check_writable(baseline, f"{PREFIX} {baseline_from}")
+    # Record every test's full count and fail none.
+    default = settings.default or Rule(0, "--recompile-baseline-update")
+    return replace(settings, mode="report-only", default=default, baseline_update=True)
+
+
+def _path_option(config: pytest.Config, name: str) -> tuple[str | None, str]:
+    """A path from --recompile-NAME or, failing that, the ini option recompile_NAME."""
+    value = config.getoption(f"recompile_{name}")
+    if value:
+        return str(value), f"--recompile-{name}={value}"
+    ini = str(config.getini(f"recompile_{name}") or "").strip()
+    if ini:
+        return os.path.join(str(config.rootpath), ini), f"ini option recompile_{name}={ini}"
+    return None, ""
+
+
+def budget_option(text: str) -> int:
+    """argparse ``type=`` of --recompile-budget."""
+    try:
+        return parse_count_text(text, f"{PREFIX} --recompile-budget")
+    except BudgetError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; {BARE_FLAG_HINT}") from None
+
+
+def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
+    """Validate every marker and stash each test's budget; True if any test is gated."""
+    errors = []
+    gated = False
+    for item in items:
+        recorded = settings.baseline_counts.get(item.nodeid)
+        try:
+            budget = budget_from_marks(
+                {name: list(item.iter_markers(name)) for name in MARKERS},
+                settings.default,
+                item.nodeid,
+                fullgraph_default=settings.fullgraph,
+                baseline=Rule(recorded, "baseline") if recorded is not None else None,
+            )
+        except BudgetError as exc:
+            errors.append(f"{PREFIX} {exc}")
+            continue
+        item.stash[BUDGET_KEY] = budget
+        gated = gated or budget is not None
+    if errors:
+        raise pytest.UsageError("\n".join(errors))
+    return gated

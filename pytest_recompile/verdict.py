@@ -1,0 +1,186 @@
+"""Judgement: the records of one block (a test) against its Budget (pure).
+
+The record types are what the tracker fills in; :func:`judge` turns records and a Budget into
+Violations, each with the typed fields of its kind; the report module words them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .guards import GraphBreak, InstalledGuard, Reason, distinct_breaks
+from .markers import Budget
+
+
+@dataclass
+class Recompile:
+    compile_id: str
+    reasons: tuple[Reason, ...]  # one per rejecting cache entry, newest entry first
+    resume: bool = False  # a graph-break resume frame of the function recompiled
+    stopped: bool = False  # refused by the gate: the compile never ran
+    seconds: float | None = None
+    against: str | None = None  # whose entries rejected the call, when the test does not use them
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compile_id": self.compile_id,
+            "reasons": [r.to_dict() for r in self.reasons],
+            "resume": self.resume,
+            "stopped": self.stopped,
+            "seconds": self.seconds,
+            "against": self.against,
+        }
+
+
+@dataclass
+class FunctionRecord:
+    """One compiled function of the user's (its resume frames included)."""
+
+    name: str
+    qualname: str
+    filename: str
+    lineno: int
+    compiles: int = 0
+    recompiles: list[Recompile] = field(default_factory=list)
+    cache_entries: int = 0
+    compile_seconds: float = 0.0
+    again_seconds: float = 0.0  # compiling again what isolation dropped for an earlier test
+    limit: str | None = None  # "recompile_limit (8)" once torch gave up and ran it eagerly
+    limit_hits: int = 0
+    guards: list[InstalledGuard] | None = None  # installed guards, once inventoried
+
+    @property
+    def recompile_count(self) -> int:
+        return len(self.recompiles)
+
+    @property
+    def recompile_seconds(self) -> float:
+        return sum(r.seconds or 0.0 for r in self.recompiles)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "qualname": self.qualname,
+            "file": self.filename,
+            "line": self.lineno,
+            "compiles": self.compiles,
+            "recompiles": [r.to_dict() for r in self.recompiles],
+            "cache_entries": self.cache_entries,
+            "compile_seconds": round(self.compile_seconds, 6),
+            "again_seconds": round(self.again_seconds, 6),
+            "recompile_seconds": round(self.recompile_seconds, 6),
+            "recompile_limit": self.limit,
+            "guards": [g.to_dict() for g in self.guards] if self.guards is not None else None,
+        }
+
+
+ViolationKind = Literal[
+    "total",
+    "function",
+    "limit",
+    "unexpected",
+    "forbidden",
+    "graph_breaks",
+    "fullgraph",
+    "cudagraph_rerecords",
+    "unknown_function",
+]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One rule a block broke. ``used`` against ``allowed`` (None: no number applies), the
+    rule's ``source``, the function it concerns, and the evidence of its kind."""
+
+    kind: ViolationKind
+    used: int
+    allowed: int | None
+    source: str
+    function: FunctionRecord | None = None
+    reasons: tuple[Reason, ...] = ()  # unexpected: the recompiles' reasons of other kinds
+    guards: tuple[InstalledGuard, ...] = ()  # forbidden: the installed guards of those kinds
+    breaks: tuple[GraphBreak, ...] = ()  # graph_breaks, fullgraph: where torch broke the graph
+    wanted: str = ""  # unknown_function: the name the budget gave
+    compiled: tuple[str, ...] = ()  # unknown_function: the qualnames the block compiled
+
+
+def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ...]:
+    """The reasons of a recompile whose kind ``expect_guards`` does not allow."""
+    if budget.expect is None:
+        return ()
+    return tuple(r for r in recompile.reasons if r.kind not in budget.expect.value)
+
+
+def unknown_functions(records: list[FunctionRecord], budget: Budget | None) -> list[Violation]:
+    """A ``function=`` budget naming no function the block compiled: a typo, or a rename.
+
+    Judged when the block ends (not fail-fast: the function may still be compiled).
+    """
+    if budget is None:
+        return []
+    names = {name for r in records for name in (r.name, r.qualname)}
+    compiled = tuple(r.qualname for r in records)
+    return [
+        Violation("unknown_function", 0, rule.value, rule.source, wanted=name, compiled=compiled)
+        for name, rule in budget.per_function.items()
+        if name not in names
+    ]
+
+
+def rerecords(recordings: list[str]) -> int:
+    """CUDA-graph recordings beyond the first of each compiled graph."""
+    return len(recordings) - len(set(recordings))
+
+
+def _function_violations(record: FunctionRecord, budget: Budget) -> list[Violation]:
+    found = []
+    own = budget.for_function(record.name, record.qualname)
+    if own is not None and record.recompile_count > own.value:
+        found.append(Violation("function", record.recompile_count, own.value, own.source, record))
+    other_kinds = tuple(r for rc in record.recompiles for r in unexpected_reasons(rc, budget))
+    if other_kinds and budget.expect is not None:
+        found.append(
+            Violation(
+                "unexpected", len(other_kinds), 0, budget.expect.source, record,
+                reasons=other_kinds,
+            )
+        )  # fmt: skip
+    forbidden = tuple(
+        g for g in record.guards or () if g.kind in budget.forbidden and not g.framework
+    )
+    if forbidden and budget.forbid is not None:
+        found.append(
+            Violation(
+                "forbidden", len(forbidden), 0, budget.forbid.source, record, guards=forbidden
+            )
+        )
+    return found
+
+
+def judge(
+    records: list[FunctionRecord],
+    budget: Budget | None,
+    graph_breaks: list[GraphBreak] | None = None,
+    cudagraph_recordings: list[str] | None = None,
+) -> list[Violation]:
+    """Every way ``records`` break ``budget``; a recompile_limit hit always does."""
+    found = [Violation("limit", r.recompile_count, None, r.limit, r) for r in records if r.limit]
+    if budget is None:
+        return found
+    counted = 0  # recompiles under the total
+    for record in records:
+        found += _function_violations(record, budget)
+        if budget.total_counts_named or budget.for_function(record.name, record.qualname) is None:
+            counted += record.recompile_count
+    if budget.total is not None and counted > budget.total.value:
+        found.append(Violation("total", counted, budget.total.value, budget.total.source))
+    breaks = tuple(distinct_breaks(graph_breaks or []))
+    cap = budget.max_graph_breaks
+    if cap is not None and len(breaks) > cap.value:
+        found.append(Violation("graph_breaks", len(breaks), cap.value, cap.source, breaks=breaks))
+    rerecorded = rerecords(cudagraph_recordings or [])
+    cap = budget.max_cudagraph_rerecords
+    if cap is not None and rerecorded > cap.value:
+        found.append(Violation("cudagraph_rerecords", rerecorded, cap.value, cap.source))
+    return found
