@@ -48,6 +48,27 @@ def test_warm_shape_only(warmed, recompiles):
 """
 )
 
+WARMED_CLASS = (
+    SHARED
+    + """
+import unittest
+
+class TestModel(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        shared(torch.randn(4, 4))
+
+    def test_a(self):
+        shared(torch.randn(8, 4))
+
+    def test_b(self):
+        shared(torch.randn(8, 4))
+
+    def test_c(self):
+        shared(torch.randn(4, 4))
+"""
+)
+
 SIZE = "tensor 'x' size mismatch at index 0. expected 4, actual 8"
 
 
@@ -82,24 +103,7 @@ def test_module_fixture_warm_up_is_kept_and_never_charged(run, pytester, order) 
 def test_setupclass_warm_up_is_kept(run, pytester, order) -> None:
     pytester.makeconftest(REVERSE_CONFTEST)
     result = run(
-        SHARED
-        + """
-import unittest
-
-class TestModel(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        shared(torch.randn(4, 4))
-
-    def test_a(self):
-        shared(torch.randn(8, 4))
-
-    def test_b(self):
-        shared(torch.randn(8, 4))
-
-    def test_c(self):
-        shared(torch.randn(4, 4))
-""",
+        WARMED_CLASS,
         "--recompile-budget",
         "-v",
         *order,
@@ -475,29 +479,15 @@ def test_without_single_entry_support_falls_back_to_a_full_reset(run, monkeypatc
 def test_order_with_wider_fixtures_under_xdist(pytester) -> None:
     pytester.makepyfile(
         test_fix=HEADER + WARMED_MODULE,
-        test_cls=HEADER
-        + SHARED
-        + """
-import unittest
-
-class TestModel(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        shared(torch.randn(4, 4))
-
-    def test_big(self):
-        shared(torch.randn(8, 4))
-
-    def test_warm(self):
-        shared(torch.randn(4, 4))
-""",
+        test_cls=HEADER + WARMED_CLASS,
     )
     expected = {
         "test_a": "failed",
         "test_b": "failed",
         "test_warm_shape_only": "passed",
-        "TestModel::test_big": "failed",
-        "TestModel::test_warm": "passed",
+        "TestModel::test_a": "failed",
+        "TestModel::test_b": "failed",
+        "TestModel::test_c": "passed",
     }
     for dist in ("loadfile", "loadscope"):
         result = pytester.runpytest_subprocess(
