@@ -23,21 +23,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import os
+import re
 import sys
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from types import CodeType, FrameType
+from types import CodeType, FrameType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .guards import GraphBreak
 
-# The oldest torch this release is tested on (CI: 2.13; 2.14.1 by .ci/torch-version). The
-# pre-compile hook it relies on appeared in 2.9; 2.9 to 2.12 are not tested, so not claimed.
-MIN_TORCH = (2, 13)
+# The oldest torch this release is tested on (.ci/torch-matrix; CI runs 2.13 and the newest).
+# 2.9+ call pre-compile hooks; 2.6 to 2.8 are reached through the limit check (see _register).
+MIN_TORCH = (2, 7)
 MIN_TORCH_TEXT = ".".join(map(str, MIN_TORCH))
 
 # Locals of torch._dynamo.convert_frame._compile that the hook reads (as in 2.13 and 2.14).
@@ -116,20 +118,16 @@ def check_torch() -> str:
     """Import torch and check that it has what the gate reads; return its version."""
     version = check_version()
     import torch._dynamo
+    import torch._dynamo.cache_size as cache_size
     import torch._dynamo.convert_frame as convert_frame
 
-    missing = [
-        name
-        for name in ("register_hook_for_recompile_user_context",)
-        if not hasattr(torch._dynamo, name)
-    ]
-    import torch._dynamo.cache_size as cache_size
-
-    missing += [
-        f"cache_size.{name}"
-        for name in ("exceeds_recompile_limit", "is_recompilation")
-        if not hasattr(cache_size, name)
-    ]
+    missing = []
+    hooks = hasattr(torch._dynamo, "register_hook_for_recompile_user_context")
+    if not hooks and not any(hasattr(convert_frame, name) for name in _LIMIT_CHECKS):
+        missing.append("register_hook_for_recompile_user_context or convert_frame's limit check")
+    limit = any(hasattr(cache_size, name) for name in _LIMIT_CHECKS)
+    missing += [] if limit else ["cache_size.exceeds_recompile_limit"]
+    missing += [] if hasattr(cache_size, "is_recompilation") else ["cache_size.is_recompilation"]
     names = convert_frame._compile.__code__.co_varnames
     missing += [f"_compile local {n!r}" for n in _COMPILE_LOCALS if n not in names]
     if missing:
@@ -187,8 +185,6 @@ def _function_of(value: Any) -> Any:
 
 def _named(fn: Any) -> tuple[CodeType, str] | None:
     """(code, qualname) of the user's function behind ``fn``, decorators unwrapped."""
-    import inspect
-
     import torch
 
     if isinstance(fn, torch.nn.Module):
@@ -248,8 +244,13 @@ def _user_target(
 
 
 def _event_from(compile_frame: FrameType) -> CompileEvent:
+    import torch._dynamo.cache_size as cache_sizes
     from torch._dynamo import config
-    from torch._dynamo.cache_size import exceeds_recompile_limit, is_recompilation
+
+    exceeds_recompile_limit = next(
+        getattr(cache_sizes, n) for n in _LIMIT_CHECKS if hasattr(cache_sizes, n)
+    )
+    is_recompilation = cache_sizes.is_recompilation
 
     loc = compile_frame.f_locals
     code: CodeType = loc["code"]
@@ -327,12 +328,13 @@ def can_keep_entries() -> bool:
     import torch._C._dynamo.eval_frame as eval_frame
     from torch._dynamo import cache_size, guards
 
+    reason = getattr(guards, "get_guard_fail_reason", None)
     needed = (
         hasattr(eval_frame, "reset_code"),
         hasattr(eval_frame, "_load_precompile_entry"),
         hasattr(eval_frame, "_debug_get_precompile_entries"),
-        hasattr(guards, "get_and_maybe_log_recompilation_reasons"),
-        hasattr(cache_size, "compute_cache_size"),
+        reason is not None and "skip_logging" in inspect.signature(reason).parameters,
+        hasattr(cache_size, "_has_same_id_matched_objs"),
         all(
             name in getattr(cache_size.CacheSizeRelevantForFrame, "__dataclass_fields__", {})
             for name in _CACHE_SIZE_FIELDS
@@ -401,46 +403,69 @@ def keep_only(code: CodeType, keep: list[KeptEntry]) -> None:
 def _kept_reasons(
     kept: tuple[KeptEntry, ...], user_frame: Any, compiler_fn: Any
 ) -> tuple[str, ...]:
-    from torch._dynamo.eval_frame import innermost_backend
-    from torch._dynamo.guards import get_and_maybe_log_recompilation_reasons
+    """Each entry's guard failure for this frame, worded as torch words a recompile's."""
+    from torch._dynamo.guards import get_guard_fail_reason
 
-    backend: Any = innermost_backend(compiler_fn) if compiler_fn is not None else None
-    entries: list[Any] = list(kept)  # they have the fields torch reads of a CacheEntry
-    return tuple(
-        get_and_maybe_log_recompilation_reasons(entries, user_frame, backend, skip_logging=True)
+    options: dict[str, Any] = {"skip_logging": True}
+    if "backend" in inspect.signature(get_guard_fail_reason).parameters:  # 2.10+
+        options["backend"] = _innermost_backend(compiler_fn)
+    found = (
+        get_guard_fail_reason(e.guard_manager, e.code, user_frame.f_locals, e.compile_id, **options)
+        for e in kept
     )
+    return tuple(reason for reason in found if reason)
+
+
+def _innermost_backend(compiler_fn: Any) -> Any:
+    import torch._dynamo.eval_frame as dynamo_eval_frame
+
+    unwrap = getattr(dynamo_eval_frame, "innermost_backend", None)
+    return unwrap(compiler_fn) if unwrap is not None and compiler_fn is not None else None
 
 
 def _count_kept(cache_size: Any, user_frame: Any, kept: tuple[KeptEntry, ...]) -> None:
-    from torch._dynamo.cache_size import compute_cache_size
+    """Add the kept entries to torch's count for this compile, as compute_cache_size would
+    have counted them (torch walks its own list; it takes a linked entry before 2.13)."""
+    from torch._dynamo.cache_size import _has_same_id_matched_objs
 
-    extra = compute_cache_size(user_frame, list(kept))
-    for name in (*_CACHE_SIZE_FIELDS, "total_cache_entries_all_regions"):
-        if hasattr(cache_size, name):
-            setattr(cache_size, name, getattr(cache_size, name) + getattr(extra, name))
+    same_id = sum(1 for entry in kept if _has_same_id_matched_objs(user_frame, entry))
+    cache_size.num_cache_entries += len(kept)
+    cache_size.num_cache_entries_with_same_id_matched_objs += same_id
+    if hasattr(cache_size, "total_cache_entries_all_regions"):  # 2.13+
+        cache_size.total_cache_entries_all_regions += len(kept)
 
 
 def code_state() -> Any:
     """A copy of torch's automatic-dynamic state (which dims were seen to vary)."""
     import copy
 
-    import torch._dynamo.pgo as pgo
-
-    return copy.deepcopy(pgo._CODE_STATE)
+    pgo = _pgo()
+    return copy.deepcopy(pgo._CODE_STATE) if pgo is not None else None
 
 
 def restore_code_state(saved: Any) -> None:
     import copy
 
-    import torch._dynamo.pgo as pgo
+    pgo = _pgo()
+    if pgo is not None:
+        pgo._CODE_STATE = copy.deepcopy(saved)
 
-    pgo._CODE_STATE = copy.deepcopy(saved)
+
+def _pgo() -> Any:
+    try:
+        import torch._dynamo.pgo as pgo
+    except ImportError:
+        return None
+    return pgo if hasattr(pgo, "_CODE_STATE") else None
 
 
 # Per-process state that mirrors torch's own (its hook list and its cache lists are global):
 # the callbacks behind the one hook, and the entries re-installed by keep_only().
 _SUBSCRIBERS: list[Callable[[CompileEvent], None]] = []
-_HOOK_LIST_WAS_NONE = [False]
+_UNREGISTER: list[Callable[[], None]] = []  # how to take the one hook out of torch again
+# Before 2.9 the limit check of convert_frame._compile is the interception point; it runs once
+# per frame compile, after the guard-failure reasons are computed.
+_LIMIT_CHECKS = ("exceeds_recompile_limit",)
 
 
 def _hook() -> str:
@@ -451,32 +476,63 @@ def _hook() -> str:
     return ""
 
 
-def install_compile_hook(callback: Callable[[CompileEvent], None]) -> Callable[[], None]:
-    """Call ``callback`` before every frame compile; return the function that removes it.
+def _register() -> Callable[[], None]:
+    """Put :func:`_hook` where torch calls it before each frame compile; return its removal.
 
-    One hook is registered with torch however many callbacks there are, so each compile is
-    read once and every callback gets the same event, in the order they were installed.
-    An exception raised by a callback propagates to the compiled function's caller, the
-    compile does not happen and later callbacks do not run. Removing the last callback
-    restores torch's hook list exactly.
+    2.9+: torch's own list of pre-compile hooks. Older releases: a wrapper around the limit
+    check that ``_compile`` imports by name, put back exactly as it was on removal.
     """
+    import torch._dynamo.convert_frame as convert_frame
     import torch._dynamo.utils as dynamo_utils
 
-    if not _SUBSCRIBERS:
-        _HOOK_LIST_WAS_NONE[0] = dynamo_utils._recompile_user_contexts is None
+    if hasattr(dynamo_utils, "register_hook_for_recompile_user_context"):
+        was_none = dynamo_utils._recompile_user_contexts is None
         dynamo_utils.register_hook_for_recompile_user_context(_hook)
-    _SUBSCRIBERS.append(callback)
+
+        def unregister() -> None:
+            hooks = dynamo_utils._recompile_user_contexts
+            if hooks is not None and _hook in hooks:
+                hooks.remove(_hook)
+                if not hooks and was_none:
+                    dynamo_utils._recompile_user_contexts = None
+
+        return unregister
+    name = next(n for n in _LIMIT_CHECKS if hasattr(convert_frame, n))
+    original = getattr(convert_frame, name)
+
+    def checked(cache_size: Any, compile_id: Any) -> Any:
+        _hook()
+        return original(cache_size, compile_id)
+
+    setattr(convert_frame, name, checked)
+
+    def restore() -> None:
+        if getattr(convert_frame, name) is checked:
+            setattr(convert_frame, name, original)
+
+    return restore
+
+
+def install_compile_hook(
+    callback: Callable[[CompileEvent], None], *, first: bool = False
+) -> Callable[[], None]:
+    """Call ``callback`` before every frame compile; return the function that removes it.
+
+    One hook is put into torch however many callbacks there are, so each compile is read once
+    and every callback gets the same event, in the order they were installed. An exception
+    raised by a callback propagates to the compiled function's caller, the compile does not
+    happen and later callbacks do not run (``first=True`` puts a callback before the others).
+    Removing the last callback restores torch exactly.
+    """
+    if not _SUBSCRIBERS:
+        _UNREGISTER[:] = [_register()]
+    _SUBSCRIBERS.insert(0 if first else len(_SUBSCRIBERS), callback)
 
     def remove() -> None:
         if callback in _SUBSCRIBERS:
             _SUBSCRIBERS.remove(callback)
-        if _SUBSCRIBERS:
-            return
-        hooks = dynamo_utils._recompile_user_contexts
-        if hooks is not None and _hook in hooks:
-            hooks.remove(_hook)
-            if not hooks and _HOOK_LIST_WAS_NONE[0]:
-                dynamo_utils._recompile_user_contexts = None
+        if not _SUBSCRIBERS and _UNREGISTER:
+            _UNREGISTER.pop()()
 
     return remove
 
@@ -491,7 +547,7 @@ class Leaf:
     torch_kind: str  # the C++ leaf type name: TENSOR_MATCH, LENGTH_CHECK, ...
     source: str  # L['x'], G['step'], ...
     code_parts: tuple[str, ...]
-    under_module: bool  # reached through a module object (G['torch'].sin, G['math'].pi)
+    under_module: bool  # a module, or reached through one (G['math'], G['math'].pi)
 
 
 def _entry_list(code: CodeType) -> list[Any]:
@@ -503,23 +559,40 @@ def _entry_list(code: CodeType) -> list[Any]:
 def guard_leaves(guard_manager: Any) -> Iterator[Leaf]:
     """Every leaf of a cache entry's guard tree, symbolic-shape guards included."""
     root = guard_manager.root
+    scope = (getattr(guard_manager, "global_scope", None) or {}).get("G") or {}
 
     def walk(manager: Any, under_module: bool) -> Iterator[Leaf]:
         source = manager.get_source()
         leaves = manager.get_leaf_guards()
         parts = [(type(leaf).__name__, tuple(leaf.verbose_code_parts())) for leaf in leaves]
-        is_module = any(
-            kind == "ID_MATCH" and any("type=<class 'module'>" in p for p in code_parts)
-            for kind, code_parts in parts
-        )
+        is_module = _guards_a_module(manager, scope)
         for kind, code_parts in parts:
-            yield Leaf(kind, source, code_parts, under_module)
+            yield Leaf(kind, source, code_parts, under_module or is_module)
         for child in manager.get_child_managers():
             yield from walk(child, under_module or is_module)
 
     yield from walk(root, False)
     for guard in root.get_epilogue_lambda_guards():
         yield Leaf(type(guard).__name__, "", tuple(guard.verbose_code_parts()), False)
+
+
+_GLOBAL_NAME = re.compile(r"^G\['(?P<name>[^']+)'\]$")
+
+
+def _guards_a_module(manager: Any, scope: dict[str, Any]) -> bool:
+    """Whether a guard-tree node guards a module (G['math']): what it reaches is a library's.
+
+    2.9+ nodes know the type of the value they guard; before, a global's value is looked up
+    in the globals the guards were built with (``scope``). The guard's text says it
+    differently per release (2.13: ``type=<class 'module'>``, 2.10-2.12: the module's repr,
+    2.9: nothing), so it is not used.
+    """
+    typed = getattr(manager, "get_type_of_guarded_value", None)
+    if typed is not None:
+        with contextlib.suppress(Exception):
+            return isinstance(typed(), type) and issubclass(typed(), ModuleType)
+    named = _GLOBAL_NAME.match(manager.get_source())
+    return named is not None and isinstance(scope.get(named.group("name")), ModuleType)
 
 
 def failing_leaf_kinds(entries: list[Any], reasons: tuple[str, ...]) -> tuple[str | None, ...]:
@@ -553,6 +626,13 @@ def installed(code: CodeType) -> Iterator[tuple[str, Leaf]]:
 
 
 # --- graph breaks ------------------------------------------------------------------------------
+
+
+def can_error_on_graph_break() -> bool:
+    """torch.compile's fullgraph switch for a block (2.9+)."""
+    import torch._dynamo
+
+    return hasattr(torch._dynamo, "error_on_graph_break")
 
 
 @contextmanager
@@ -619,71 +699,59 @@ def graph_break_error(exc: BaseException) -> GraphBreak | None:
 # --- CUDA graphs ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class CompileCallbacks:
+    """What a block's compile callbacks collect, and how to put them back after a reset."""
+
+    recordings: list[str]  # compile id of each CUDA-graph recording (mode="reduce-overhead")
+    rearm: Callable[[], None]  # register again what torch._dynamo.reset() dropped
+
+
 @contextmanager
-def cudagraph_recordings() -> Iterator[list[str]]:
-    """Compile ids of the CUDA graphs recorded (mode="reduce-overhead") inside the block.
+def block_callbacks(on_end: Callable[[], None]) -> Iterator[CompileCallbacks]:
+    """torch's compile callbacks for the block: count CUDA-graph recordings, and call
+    ``on_end`` after each compile.
 
     A re-record is not a Dynamo recompile: no cache entry, no guard. torch announces each
-    recording to compile callbacks with the CUDAGRAPH_RECORDING trigger. ``reset()`` drops
-    compile callbacks, so a test that resets stops this count (not the recompile count).
+    recording to compile start callbacks with the CUDAGRAPH_RECORDING trigger (2.7+).
+    ``torch._dynamo.reset()`` drops compile callbacks: call ``rearm`` after one (the tracker
+    does at each compile).
     """
-    from torch._dynamo.callback import CallbackArgs, CallbackTrigger, callback_handler
-
     found: list[str] = []
-
-    def on_start(args: CallbackArgs) -> None:
-        if args.callback_trigger == CallbackTrigger.CUDAGRAPH_RECORDING:
-            found.append(str(args.compile_id))
-
-    callback_handler.register_start_callback(on_start)
     try:
-        yield found
+        from torch._dynamo.callback import callback_handler
+    except ImportError:
+        yield CompileCallbacks(found, lambda: None)
+        return
+    import torch._dynamo.callback as callback_module
+
+    trigger = getattr(getattr(callback_module, "CallbackTrigger", None), "CUDAGRAPH_RECORDING", 0)
+    ends = hasattr(callback_handler, "register_end_callback")
+
+    def on_start(*args: Any) -> None:  # CallbackArgs (2.8+); no argument before
+        if args and getattr(args[0], "callback_trigger", None) == trigger:
+            found.append(str(args[0].compile_id))
+
+    def on_finish(*args: Any) -> None:
+        on_end()
+
+    def rearm() -> None:
+        if on_start not in callback_handler.start_callbacks:
+            callback_handler.register_start_callback(on_start)
+        if ends and on_finish not in callback_handler.end_callbacks:
+            callback_handler.register_end_callback(on_finish)
+
+    rearm()
+    try:
+        yield CompileCallbacks(found, rearm)
     finally:
         if on_start in callback_handler.start_callbacks:
             callback_handler.remove_start_callback(on_start)
-
-
-@contextmanager
-def on_compile_end(callback: Callable[[], None]) -> Iterator[Callable[[], None]]:
-    """Call ``callback`` after each compile inside the block.
-
-    ``torch._dynamo.reset()`` drops compile callbacks; the function yielded registers the
-    callback again if it is gone (call it when a compile starts).
-    """
-    from torch._dynamo.callback import CallbackArgs, callback_handler
-
-    def on_end(args: CallbackArgs) -> None:
-        callback()
-
-    def ensure() -> None:
-        if on_end not in callback_handler.end_callbacks:
-            callback_handler.register_end_callback(on_end)
-
-    ensure()
-    try:
-        yield ensure
-    finally:
-        if on_end in callback_handler.end_callbacks:
-            callback_handler.remove_end_callback(on_end)
+        if ends and on_finish in callback_handler.end_callbacks:
+            callback_handler.remove_end_callback(on_finish)
 
 
 # --- stance ------------------------------------------------------------------------------------
-
-STANCE_ERROR = "Detected recompile when torch.compile stance is 'fail_on_recompile'"
-
-
-@contextmanager
-def fail_on_recompile() -> Iterator[None]:
-    """torch.compiler.set_stance("fail_on_recompile") for the block; the old stance after it."""
-    import torch
-
-    with torch.compiler.set_stance("fail_on_recompile"):
-        yield
-
-
-def is_stance_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is torch refusing to compile under the fail_on_recompile stance."""
-    return isinstance(exc, RuntimeError) and str(exc).startswith(STANCE_ERROR)
 
 
 @dataclass(frozen=True)
@@ -779,10 +847,15 @@ def current_stance() -> str:
 
 
 def installed_hooks() -> int:
-    """How many pre-compile hooks torch holds (restoration checks)."""
+    """How many pre-compile hooks torch holds (restoration checks); before 2.9, whether the
+    limit check is wrapped."""
+    import torch._dynamo.convert_frame as convert_frame
     import torch._dynamo.utils as dynamo_utils
 
-    return len(dynamo_utils._recompile_user_contexts or ())
+    if hasattr(dynamo_utils, "register_hook_for_recompile_user_context"):
+        return len(dynamo_utils._recompile_user_contexts or ())
+    name = next(n for n in _LIMIT_CHECKS if hasattr(convert_frame, n))
+    return int(getattr(convert_frame, name).__module__ == __name__)
 
 
 def metrics_capacity() -> int | None:

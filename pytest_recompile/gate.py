@@ -109,6 +109,8 @@ class Gate:
         if self.reset_pending:
             self.reset_pending = False
             _torch.reset_caches()
+            if self.tracker is not None:
+                self.tracker.rearm()
 
     # -- phases ---------------------------------------------------------------------------------
 

@@ -203,7 +203,11 @@ def parse_reason(raw: str, leaf_kind: str | None = None) -> Reason:
     if match:
         entry = match.group("entry")
         body = body[match.end() :]
-    text = strip_comment(body) or raw.strip() or "(torch gave no reason)"
+    text = _UNNAMED_SCOPE.sub("G", strip_comment(body))
+    if not text and entry is not None:
+        # torch 2.9 gives an empty reason when every guard passed but the backend differs.
+        text = BACKEND_CHANGED
+    text = text or raw.strip() or "(torch gave no reason)"
     kind, detail, source, expected, actual = classify_text(text)
     exact = normalise_kind(leaf_kind) if leaf_kind else None
     if exact is not None and exact != kind:
@@ -220,6 +224,11 @@ class Classified(NamedTuple):
     source: str | None = None
     expected: str | None = None
     actual: str | None = None
+
+
+# 2.9-2.12 name the globals of exec'd code G['___unnamed_scope_140687992602752_c90']['step'].
+_UNNAMED_SCOPE = re.compile(r"G\['___unnamed_scope_\w+'\]")
+BACKEND_CHANGED = "BACKEND_MATCH: the backend changed (torch gave no other reason)"
 
 
 def classify_text(text: str) -> Classified:

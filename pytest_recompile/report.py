@@ -7,7 +7,7 @@ import os
 from types import TracebackType
 from typing import Any, TypedDict
 
-from .guards import GraphBreak, hint_for, parse_reason
+from .guards import GraphBreak, Reason, hint_for
 from .markers import Budget
 from .names import PREFIX
 from .verdict import FunctionRecord, Recompile, Violation, rerecords
@@ -394,17 +394,14 @@ _INSTALLED = (
 )
 
 
-def warm_message(torch_message: str) -> str:
-    """torch's fail_on_recompile error, with each guard's kind and fix."""
-    head, *rest = torch_message.splitlines()
-    lines = [f"{PREFIX} compiled inside a warm block (fail_on_recompile stance): {head}"]
-    fixes: list[tuple[str, str]] = []
-    for line in rest:
-        stripped = line.strip()
-        if stripped.startswith("- "):
-            reason = parse_reason(stripped[2:])
-            lines.append(f"    {reason.entry or '?'} {reason.label}: {reason.text}")
-            fixes.append((reason.label, reason.hint))
-    if not fixes:
+def warm_message(name: str, filename: str, lineno: int, reasons: tuple[Reason, ...]) -> str:
+    """A compile refused inside a warm block: the function, and each guard that failed with
+    its kind and fix (none: a first compile)."""
+    lines = [
+        f"{PREFIX} '{name}' ({location(filename, lineno)}) would have compiled inside a warm block"
+    ]
+    for reason in reasons:
+        lines.append(f"    {reason.entry or '?'} {reason.label}: {reason.text}")
+    if not reasons:
         lines.append("    a first compile: warm the function up before the warm block")
-    return "\n".join(lines + fix_lines(fixes))
+    return "\n".join(lines + fix_lines([(r.label, r.hint) for r in reasons]))

@@ -15,11 +15,10 @@ the pytest plugin::
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from types import CodeType, TracebackType
-from typing import Any
 
 from . import _torch
 from .guards import (
@@ -41,7 +40,7 @@ class RecompileGateError(AssertionError):
 
 
 class CompiledWhileWarm(RecompileGateError):
-    """torch compiled inside a :func:`warm` block (the ``fail_on_recompile`` stance)."""
+    """torch was about to compile inside a :func:`warm` block."""
 
 
 class RecompileBudgetExceeded(RecompileGateError):
@@ -114,7 +113,7 @@ class RecompileTracker:
         self._seconds: dict[str, float] = {}
         self._breaks: list[GraphBreak] = []
         self._breaks_mark = 0
-        self._keep_end_callback: Any = None
+        self._rearm: Callable[[], None] = lambda: None
         self._paused: int | None = None  # CUDA-graph recordings when paused
         self.judged = 0  # violations the pytest gate has already reported
         self.active = False
@@ -129,9 +128,14 @@ class RecompileTracker:
         with ExitStack() as stack:
             self._seconds = stack.enter_context(_torch.compile_seconds())
             self._breaks_mark = _torch.graph_break_count()
-            self.cudagraph_recordings = stack.enter_context(_torch.cudagraph_recordings())
-            self._keep_end_callback = stack.enter_context(_torch.on_compile_end(self._observe))
-            if self.budget is not None and self.budget.fullgraph:
+            callbacks = stack.enter_context(_torch.block_callbacks(self._observe))
+            self.cudagraph_recordings = callbacks.recordings
+            self._rearm = callbacks.rearm
+            if (
+                self.budget is not None
+                and self.budget.fullgraph
+                and _torch.can_error_on_graph_break()
+            ):
                 stack.enter_context(_torch.error_on_graph_break())
             if self.listen:
                 stack.callback(_torch.install_compile_hook(self.on_compile))
@@ -182,8 +186,7 @@ class RecompileTracker:
         reader; ``again`` marks a compile of code whose entries isolation dropped earlier.
         """
         with self._lock:
-            if self._keep_end_callback is not None:
-                self._keep_end_callback()  # a torch._dynamo.reset() drops compile callbacks
+            self.rearm()
             self._observe()
             record = self._record_for(event)
             self._owner[event.compile_id] = record
@@ -227,6 +230,10 @@ class RecompileTracker:
                 recompile.stopped = True
             self._refresh()
         raise RecompileBudgetExceeded(self.records, violations, stopped=True)
+
+    def rearm(self) -> None:
+        """Register again the compile callbacks a ``torch._dynamo.reset()`` dropped."""
+        self._rearm()
 
     def pause(self) -> None:
         """Leave out what happens until :meth:`resume` (a wider fixture being set up)."""
@@ -391,9 +398,13 @@ class RecompileTracker:
             self._refresh()
         found = judge(self.records, self.budget, self.graph_breaks, self.cudagraph_recordings)
         found += unknown_functions(self.records, self.budget)
-        if self.fullgraph_break is not None and self.budget is not None:
-            source = self.budget.fullgraph or ""
-            found.append(Violation("fullgraph", 1, 0, source, breaks=(self.fullgraph_break,)))
+        fullgraph = self.budget.fullgraph if self.budget is not None else None
+        if fullgraph and self.fullgraph_break is not None:
+            found.append(Violation("fullgraph", 1, 0, fullgraph, breaks=(self.fullgraph_break,)))
+        elif fullgraph and self.graph_breaks and not _torch.can_error_on_graph_break():
+            # Before 2.9 torch cannot stop at the break: judged when the block ends.
+            breaks = tuple(self.graph_breaks)
+            found.append(Violation("fullgraph", len(breaks), 0, fullgraph, breaks=breaks))
         return found
 
     def outcome(self, exc: BaseException | None, root: str | None = None) -> Outcome:
@@ -426,22 +437,37 @@ class RecompileTracker:
 
 @contextmanager
 def warm() -> Iterator[None]:
-    """A block in which any compile at all fails: torch's ``fail_on_recompile`` stance.
+    """A block in which any compile at all fails, before it is paid for.
 
-    For code that was compiled (warmed up) before the block. The stance is process-global
-    and restored when the block ends, however it ends.
+    For code that was compiled (warmed up) before the block. torch's
+    ``set_stance("fail_on_recompile")`` does the same, but cannot name the guards of entries
+    that isolation kept (nor any guard before torch 2.10); this uses the plugin's own
+    pre-compile hook, which sees them all. The hook is process-wide, like the stance, and
+    removed when the block ends, however it ends.
     """
     _torch.check_torch()
-    failure = None
-    with _torch.fail_on_recompile():
-        try:
-            yield
-        except RuntimeError as exc:
-            if not _torch.is_stance_error(exc):
-                raise
-            failure = str(exc)
-    if failure is not None:
-        raise CompiledWhileWarm(warm_message(failure))
+    refused: list[str] = []
+
+    def refuse(event: _torch.CompileEvent) -> None:
+        reasons = tuple(
+            parse_reason(raw, leaf)
+            for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
+        )
+        code = event.function
+        name = event.label or str(getattr(code, "co_qualname", code.co_name))
+        refused.append(warm_message(name, code.co_filename, code.co_firstlineno, reasons))
+        raise CompiledWhileWarm(refused[-1])
+
+    remove = _torch.install_compile_hook(refuse, first=True)
+    try:
+        yield
+    except CompiledWhileWarm:
+        if not refused:
+            raise
+    finally:
+        remove()
+    if refused:  # raised here: torch's frames between the call and the hook are no help
+        raise CompiledWhileWarm(refused[-1])
 
 
 def stopped_message(stopped: RecompileBudgetExceeded, root: str | None = None) -> str:

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from snippets import HEADER
 
+from pytest_recompile import _torch
 from pytest_recompile.report import ISOLATION_HINT, PREFIX, RESET_FALLBACK, STOPPED
+
+# What needs a torch that can keep single cache entries (2.9+): elsewhere the plugin falls
+# back to a full reset, tested by test_without_single_entry_support_falls_back_to_a_full_reset.
+keeps_entries = pytest.mark.skipif(
+    not _torch.can_keep_entries(), reason="this torch cannot keep single cache entries"
+)
 
 REVERSE_CONFTEST = """
 def pytest_addoption(parser):
@@ -86,6 +93,7 @@ def outcomes(result: pytest.RunResult) -> dict[str, str]:
     return found
 
 
+@keeps_entries
 @pytest.mark.parametrize("order", [[], ["--reverse-order"]], ids=["forward", "reverse"])
 def test_module_fixture_warm_up_is_kept_and_never_charged(run, pytester, order) -> None:
     pytester.makeconftest(REVERSE_CONFTEST)
@@ -99,6 +107,7 @@ def test_module_fixture_warm_up_is_kept_and_never_charged(run, pytester, order) 
     assert result.stdout.str().count(SIZE) >= 2
 
 
+@keeps_entries
 @pytest.mark.parametrize("order", [[], ["--reverse-order"]], ids=["forward", "reverse"])
 def test_setupclass_warm_up_is_kept(run, pytester, order) -> None:
     pytester.makeconftest(REVERSE_CONFTEST)
@@ -185,6 +194,7 @@ def test_a(warmed):
     )
 
 
+@keeps_entries
 def test_recompile_limit_counts_kept_entries(run) -> None:
     """A kept entry still counts toward recompile_limit, as it would without isolation."""
     result = run(
@@ -239,6 +249,7 @@ def test_it(model):
     )
 
 
+@keeps_entries
 def test_a_fixture_the_test_does_not_use_is_named(run) -> None:
     result = run(
         SHARED
@@ -447,6 +458,7 @@ def test_thread():
     )
 
 
+@keeps_entries
 def test_isolation_cost_is_reported(run) -> None:
     result = run(
         SHARED
@@ -476,6 +488,7 @@ def test_without_single_entry_support_falls_back_to_a_full_reset(run, monkeypatc
     result.stdout.fnmatch_lines([f"isolation: {esc(RESET_FALLBACK)}"])
 
 
+@keeps_entries
 def test_order_with_wider_fixtures_under_xdist(pytester) -> None:
     pytester.makepyfile(
         test_fix=HEADER + WARMED_MODULE,
@@ -496,6 +509,7 @@ def test_order_with_wider_fixtures_under_xdist(pytester) -> None:
         assert outcomes(result) == expected, dist
 
 
+@keeps_entries
 def test_parametrized_module_fixture_drops_its_previous_value(run) -> None:
     result = run(
         SHARED
@@ -521,3 +535,31 @@ def test_four(warmed):
         "test_four[6]": "failed",  # warmed[4] was torn down: its entry is gone
     }
     result.stdout.fnmatch_lines(["*size mismatch at index 0. expected 6, actual 4*"])
+
+
+@keeps_entries
+def test_warm_block_names_the_guards_of_kept_entries(run) -> None:
+    result = run(
+        SHARED
+        + """
+from pytest_recompile import CompiledWhileWarm
+
+@pytest.fixture(scope="module")
+def warmed():
+    shared(torch.randn(4, 4))
+    return shared
+
+def test_first(warmed, recompiles):
+    warmed(torch.randn(2, 3, 4))  # an entry of this test's, dropped before the next
+
+def test_warm(warmed, recompiles):
+    warmed(torch.randn(4, 4))
+    with pytest.raises(CompiledWhileWarm) as info:
+        with recompiles.warm():
+            warmed(torch.randn(8, 4))
+    assert "expected 4, actual 8" in str(info.value), str(info.value)
+""",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(passed=2)

@@ -1,9 +1,12 @@
-"""The same verdicts whatever the order: forward, reverse, random, and under pytest-xdist."""
+"""The same verdicts whatever the order: forward, reverse, random, and under pytest-xdist,
+with compiled code warmed by a module fixture and by setUpClass among the tests."""
 
 from __future__ import annotations
 
 import pytest
 from snippets import DOUBLE, HEADER, STEP
+
+from pytest_recompile import _torch
 
 SUITE = (
     HEADER
@@ -43,6 +46,38 @@ def test_opted_out():
 
 def test_plain():
     assert True
+
+@torch.compile(backend="eager")
+def g(x):
+    return x + 1
+
+@pytest.fixture(scope="module")
+def warmed():
+    g(torch.ones(4, 4))
+    return g
+
+def test_warmed_big(warmed):
+    warmed(torch.ones(8, 4))
+
+def test_warmed_same(warmed):
+    warmed(torch.ones(4, 4))
+
+import unittest
+
+@torch.compile(backend="eager")
+def h(x):
+    return x - 1
+
+class TestWarmedClass(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        h(torch.ones(2, 2))
+
+    def test_big(self):
+        h(torch.ones(3, 2))
+
+    def test_same(self):
+        h(torch.ones(2, 2))
 """
 )
 
@@ -55,6 +90,12 @@ EXPECTED = {
     "test_grad": "failed",
     "test_opted_out": "passed",
     "test_plain": "passed",
+    # Against the module fixture's and setUpClass's entries, in any order; where torch cannot
+    # keep single entries, caches are reset after the wider fixtures: first compiles, passing.
+    "test_warmed_big": "failed" if _torch.can_keep_entries() else "passed",
+    "test_warmed_same": "passed",
+    "TestWarmedClass::test_big": "failed" if _torch.can_keep_entries() else "passed",
+    "TestWarmedClass::test_same": "passed",
 }
 
 
@@ -80,6 +121,8 @@ def verdicts(result: pytest.RunResult) -> dict[str, str]:
     ids=["forward", "reverse", "random-1234", "random-4321", "xdist"],
 )
 def test_same_verdicts_in_any_order(pytester: pytest.Pytester, order: list[str]) -> None:
+    if any(arg.startswith("--randomly-seed") for arg in order):
+        pytest.importorskip("pytest_randomly", reason="the shuffled orders need pytest-randomly")
     pytester.makepyfile(test_suite=SUITE)
     pytester.makeconftest(
         """

@@ -96,12 +96,22 @@ def test_bad_arguments() -> None:
         RecompileTracker(max_recompiles=-1)
 
 
+# Releases just below and at the floor, read from the package (never hard-coded here).
+MAJOR, MINOR = _torch.MIN_TORCH
+BELOW = f"{MAJOR}.{MINOR - 1}.1"
+FLOOR = f"{MAJOR}.{MINOR}.0"
+
+
 @pytest.mark.parametrize(
     ("version", "message"),
     [
         (None, "torch is not installed"),
-        ("2.5.1", "torch 2.5.1 is too old for the recompile gate; it needs torch >= 2.13"),
-        ("2.12.1+cu126", "torch 2.12.1+cu126 is too old"),
+        (
+            BELOW,
+            f"torch {BELOW} is too old for the recompile gate; it needs torch >= "
+            f"{_torch.MIN_TORCH_TEXT}",
+        ),
+        (f"{BELOW}+cu126", f"torch {BELOW}+cu126 is too old"),
     ],
 )
 def test_check_version_refuses_missing_or_old_torch(monkeypatch, version, message) -> None:
@@ -110,7 +120,7 @@ def test_check_version_refuses_missing_or_old_torch(monkeypatch, version, messag
         _torch.check_version()
 
 
-@pytest.mark.parametrize("version", ["2.13.0", "2.13.0+cpu", "2.14.1", "3.0.0a0"])
+@pytest.mark.parametrize("version", [FLOOR, f"{FLOOR}+cpu", "2.14.1", "3.0.0a0"])
 def test_check_version_accepts_supported(monkeypatch, version) -> None:
     monkeypatch.setattr(_torch, "torch_version", lambda: version)
     assert _torch.check_version() == version
@@ -122,17 +132,17 @@ def test_installed_torch_has_what_the_gate_reads() -> None:
 
 @pytest.mark.parametrize("how", [["--recompile-budget"], []])
 def test_old_torch_with_the_gate_is_an_early_usage_error(run, monkeypatch, how) -> None:
-    monkeypatch.setattr(_torch, "torch_version", lambda: "2.6.0")  # the in-process run sees it
+    monkeypatch.setattr(_torch, "torch_version", lambda: BELOW)  # the in-process run sees it
     source = "def test_x():\n    pass\n"
     if not how:
         source = "@pytest.mark.max_recompiles(0)\n" + source
     result = run(source, *how)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*{PREFIX} torch 2.6.0 is too old for the recompile gate*"])
+    result.stderr.fnmatch_lines([f"*{PREFIX} torch {BELOW} is too old for the recompile gate*"])
 
 
 def test_old_torch_without_the_gate_stays_inert(run, monkeypatch) -> None:
-    monkeypatch.setattr(_torch, "torch_version", lambda: "2.6.0")
+    monkeypatch.setattr(_torch, "torch_version", lambda: BELOW)
     run("def test_x():\n    pass\n").assert_outcomes(passed=1)
 
 
@@ -155,4 +165,6 @@ def test_nothing_of_the_plugin_runs_on_a_cache_hit() -> None:
             pass
         finally:
             sys.setprofile(None)
-    assert calls[0] == "_hook"  # nothing before the recompile: no call on the 200 cache hits
+    # Nothing before the recompile: no call on the 200 cache hits. The first plugin frame is
+    # the hook (2.9+) or its wrapper around torch's limit check (older releases).
+    assert calls[0] in ("_hook", "checked")

@@ -6,9 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from pytest_recompile.verdict import FunctionRecord, Recompile, judge, rerecords
 
-from pytest_recompile.guards import parse_reason
+from pytest_recompile.guards import BACKEND_CHANGED, parse_reason
 from pytest_recompile.markers import (
     Budget,
     BudgetError,
@@ -19,6 +18,7 @@ from pytest_recompile.markers import (
 )
 from pytest_recompile.names import MAX_RECOMPILES_FORM
 from pytest_recompile.report import EAGER_FALLBACK, STOPPED, failure_message, summary_lines
+from pytest_recompile.verdict import FunctionRecord, Recompile, judge, rerecords
 
 
 @dataclass
@@ -213,3 +213,18 @@ def test_cudagraph_rerecords_are_counted_apart() -> None:
     marked = budget(max_cudagraph_rerecords=[Mark((1,))])
     assert marked is not None
     assert marked.max_cudagraph_rerecords == Rule(1, "@max_cudagraph_rerecords(1)")
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind", "text"),
+    [
+        # 2.9-2.12: the globals of exec'd code
+        ("1/2: G['___unnamed_scope_140687992602752_c90']['step'] == 0", "EQUALS_MATCH", None),
+        # 2.9: every guard passed, the backend differs, and torch says nothing else
+        ("0/0:", "BACKEND_MATCH", BACKEND_CHANGED),
+    ],
+)
+def test_release_wordings_are_normalised(raw: str, kind: str, text: str | None) -> None:
+    reason = parse_reason(raw)
+    assert reason.kind == kind
+    assert reason.text == (text or "G['step'] == 0")
