@@ -234,13 +234,39 @@ def _user_target(
     """
     if code.co_name == "inner" and code.co_filename.endswith(_WRAPPER_FILE):
         return _named(user_frame.f_locals.get("fn"))
-    if not code.co_freevars and "<locals>" not in getattr(code, "co_qualname", ""):
+    if not code.co_freevars and "<locals>" not in qualname(code):
         return None
     fn = _caller_function(code, compile_frame)
     if fn is None or not hasattr(_function_of(fn), "__wrapped__"):
         return None
     found = _named(fn)
     return found if found is not None and found[0] is not code else None
+
+
+_QUALNAMES: weakref.WeakKeyDictionary[CodeType, str] = weakref.WeakKeyDictionary()
+
+
+def qualname(code: CodeType) -> str:
+    """A code object's qualified name (``Model.forward``, ``make.<locals>.add``).
+
+    Python 3.11+ keeps it on the code object; 3.10 only on the function, found once per code
+    object among the objects that refer to it.
+    """
+    known = getattr(code, "co_qualname", None) or _QUALNAMES.get(code)
+    if known:
+        return str(known)
+    import gc
+
+    name = next(
+        (
+            str(fn.__qualname__)
+            for fn in gc.get_referrers(code)
+            if getattr(fn, "__code__", None) is code and hasattr(fn, "__qualname__")
+        ),
+        code.co_name,
+    )
+    _QUALNAMES[code] = name
+    return name
 
 
 def _event_from(compile_frame: FrameType) -> CompileEvent:

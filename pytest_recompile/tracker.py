@@ -281,7 +281,7 @@ class RecompileTracker:
         fn = event.function
         record = self._records.get(fn)
         if record is None:
-            qualname = event.label or str(getattr(fn, "co_qualname", fn.co_name))
+            qualname = event.label or _torch.qualname(fn)
             record = FunctionRecord(
                 name=qualname.rsplit(".", 1)[-1],
                 qualname=qualname,
@@ -454,7 +454,7 @@ def warm() -> Iterator[None]:
             for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
         )
         code = event.function
-        name = event.label or str(getattr(code, "co_qualname", code.co_name))
+        name = event.label or _torch.qualname(code)
         refused.append(warm_message(name, code.co_filename, code.co_firstlineno, reasons))
         raise CompiledWhileWarm(refused[-1])
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from glob import escape as esc
 
 import pytest
-from pytest_recompile.settings import BARE_FLAG_HINT
 from snippets import DOUBLE
 
 from pytest_recompile.names import (
@@ -15,6 +14,7 @@ from pytest_recompile.names import (
     MAX_RECOMPILES_FORM,
 )
 from pytest_recompile.report import PREFIX
+from pytest_recompile.settings import BARE_FLAG_HINT
 
 RECOMPILES = (
     DOUBLE
