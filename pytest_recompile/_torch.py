@@ -123,10 +123,9 @@ def check_torch() -> str:
 
     missing = []
     hooks = hasattr(torch._dynamo, "register_hook_for_recompile_user_context")
-    if not hooks and not any(hasattr(convert_frame, name) for name in _LIMIT_CHECKS):
-        missing.append("register_hook_for_recompile_user_context or convert_frame's limit check")
-    limit = any(hasattr(cache_size, name) for name in _LIMIT_CHECKS)
-    missing += [] if limit else ["cache_size.exceeds_recompile_limit"]
+    if not hooks and not hasattr(convert_frame, _LIMIT_CHECK):
+        missing.append(f"register_hook_for_recompile_user_context or convert_frame.{_LIMIT_CHECK}")
+    missing += [] if hasattr(cache_size, _LIMIT_CHECK) else [f"cache_size.{_LIMIT_CHECK}"]
     missing += [] if hasattr(cache_size, "is_recompilation") else ["cache_size.is_recompilation"]
     names = convert_frame._compile.__code__.co_varnames
     missing += [f"_compile local {n!r}" for n in _COMPILE_LOCALS if n not in names]
@@ -270,13 +269,8 @@ def qualname(code: CodeType) -> str:
 
 
 def _event_from(compile_frame: FrameType) -> CompileEvent:
-    import torch._dynamo.cache_size as cache_sizes
     from torch._dynamo import config
-
-    exceeds_recompile_limit = next(
-        getattr(cache_sizes, n) for n in _LIMIT_CHECKS if hasattr(cache_sizes, n)
-    )
-    is_recompilation = cache_sizes.is_recompilation
+    from torch._dynamo.cache_size import exceeds_recompile_limit, is_recompilation
 
     loc = compile_frame.f_locals
     code: CodeType = loc["code"]
@@ -339,10 +333,6 @@ class KeptEntry:
     compile_id: Any  # torch's CompileId (printed "0/1")
     guard_manager: Any
     code: CodeType  # the compiled (transformed) bytecode
-
-    @property
-    def key(self) -> int:
-        return id(self.guard_manager)
 
 
 _KEPT: weakref.WeakKeyDictionary[CodeType, tuple[KeptEntry, ...]] = weakref.WeakKeyDictionary()
@@ -491,7 +481,7 @@ _SUBSCRIBERS: list[Callable[[CompileEvent], None]] = []
 _UNREGISTER: list[Callable[[], None]] = []  # how to take the one hook out of torch again
 # Before 2.9 the limit check of convert_frame._compile is the interception point; it runs once
 # per frame compile, after the guard-failure reasons are computed.
-_LIMIT_CHECKS = ("exceeds_recompile_limit",)
+_LIMIT_CHECK = "exceeds_recompile_limit"
 
 
 def _hook() -> str:
@@ -523,18 +513,17 @@ def _register() -> Callable[[], None]:
                     dynamo_utils._recompile_user_contexts = None
 
         return unregister
-    name = next(n for n in _LIMIT_CHECKS if hasattr(convert_frame, n))
-    original = getattr(convert_frame, name)
+    original = getattr(convert_frame, _LIMIT_CHECK)
 
     def checked(cache_size: Any, compile_id: Any) -> Any:
         _hook()
         return original(cache_size, compile_id)
 
-    setattr(convert_frame, name, checked)
+    setattr(convert_frame, _LIMIT_CHECK, checked)
 
     def restore() -> None:
-        if getattr(convert_frame, name) is checked:
-            setattr(convert_frame, name, original)
+        if getattr(convert_frame, _LIMIT_CHECK) is checked:
+            setattr(convert_frame, _LIMIT_CHECK, original)
 
     return restore
 
@@ -880,8 +869,7 @@ def installed_hooks() -> int:
 
     if hasattr(dynamo_utils, "register_hook_for_recompile_user_context"):
         return len(dynamo_utils._recompile_user_contexts or ())
-    name = next(n for n in _LIMIT_CHECKS if hasattr(convert_frame, n))
-    return int(getattr(convert_frame, name).__module__ == __name__)
+    return int(getattr(convert_frame, _LIMIT_CHECK).__module__ == __name__)
 
 
 def metrics_capacity() -> int | None:

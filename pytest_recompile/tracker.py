@@ -56,6 +56,13 @@ class RecompileBudgetExceeded(RecompileGateError):
         super().__init__(failure_message(records, violations, stopped=stopped))
 
 
+def event_reasons(event: _torch.CompileEvent) -> tuple[Reason, ...]:
+    """A compile's guard failures, parsed (the failing leaf's kind where torch gave it)."""
+    return tuple(
+        parse_reason(raw, leaf) for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
+    )
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What the end of a tracked block means for the test: fail with the gate's message, or
@@ -201,10 +208,7 @@ class RecompileTracker:
             ):
                 recompile = Recompile(
                     compile_id=event.compile_id,
-                    reasons=tuple(
-                        parse_reason(raw, leaf)
-                        for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
-                    ),
+                    reasons=event_reasons(event),
                     resume=event.code.co_name.startswith(_torch.RESUME_PREFIX),
                     against=against,
                 )
@@ -449,10 +453,7 @@ def warm() -> Iterator[None]:
     refused: list[str] = []
 
     def refuse(event: _torch.CompileEvent) -> None:
-        reasons = tuple(
-            parse_reason(raw, leaf)
-            for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
-        )
+        reasons = event_reasons(event)
         code = event.function
         name = event.label or _torch.qualname(code)
         refused.append(warm_message(name, code.co_filename, code.co_firstlineno, reasons))

@@ -35,14 +35,20 @@ def shared(x):
     return x * 2
 """
 
-WARMED_MODULE = (
+# `shared` warmed at batch 4 by a module fixture.
+WARMED = (
     SHARED
     + """
 @pytest.fixture(scope="module")
 def warmed():
     shared(torch.randn(4, 4))
     return shared
+"""
+)
 
+WARMED_MODULE = (
+    WARMED
+    + """
 def test_a(warmed):
     warmed(torch.randn(8, 4))
 
@@ -252,12 +258,8 @@ def test_it(model):
 @keeps_entries
 def test_a_fixture_the_test_does_not_use_is_named(run) -> None:
     result = run(
-        SHARED
+        WARMED
         + """
-@pytest.fixture(scope="module")
-def warmed():
-    shared(torch.randn(4, 4))
-
 def test_warms(warmed):
     pass
 
@@ -540,14 +542,9 @@ def test_four(warmed):
 @keeps_entries
 def test_warm_block_names_the_guards_of_kept_entries(run) -> None:
     result = run(
-        SHARED
+        WARMED
         + """
 from pytest_recompile import CompiledWhileWarm
-
-@pytest.fixture(scope="module")
-def warmed():
-    shared(torch.randn(4, 4))
-    return shared
 
 def test_first(warmed, recompiles):
     warmed(torch.randn(2, 3, 4))  # an entry of this test's, dropped before the next
