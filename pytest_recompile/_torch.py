@@ -21,6 +21,7 @@ present, so an incompatible torch is a clear error at start, not a silent pass.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import inspect
@@ -28,9 +29,9 @@ import os
 import re
 import sys
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import CodeType, FrameType, ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +76,8 @@ class CompileEvent:
     reasons: tuple[str, ...]  # one per rejecting cache entry, newest entry first
     leaf_kinds: tuple[str | None, ...]  # the failing leaf guard's type name, per reason
     limit: str | None  # "recompile_limit (8)" when this compile hits the limit (eager fallback)
+    # the value the call passed, by the source of each failing ``==`` guard: "G['step']" -> "1"
+    values: Mapping[str, str] = field(default_factory=dict)
 
 
 def torch_version() -> str | None:
@@ -320,7 +323,66 @@ def _event_from(compile_frame: FrameType) -> CompileEvent:
         reasons=reasons,
         leaf_kinds=failing_leaf_kinds(entries, reasons) if recompile else (),
         limit=f"{limit_type} ({getattr(config, limit_type)})" if exceeded else None,
+        values=_equals_values(reasons, user_frame) if recompile else {},
     )
+
+
+_EQUALS_SOURCE = re.compile(r"^(?:\d+/\d+:\s*)?(?P<source>[\w.\[\]']+) == ")
+
+
+def _equals_values(reasons: tuple[str, ...], user_frame: Any) -> dict[str, str]:
+    """The values the call passed for the sources of failing ``==`` guards (read while the
+    frame is alive: torch frees it after the compile)."""
+    from .guards import normalise_scope
+
+    values = {}
+    for raw in reasons:
+        match = _EQUALS_SOURCE.match(raw.strip())
+        if match is None:
+            continue
+        source = normalise_scope(match.group("source"))
+        found = _read_source(match.group("source"), user_frame)
+        if found is not _MISSING:
+            text = repr(found)
+            values[source] = text if len(text) <= 80 else text[:77] + "..."
+    return values
+
+
+_MISSING = object()
+
+
+def _read_source(source: str, user_frame: Any) -> Any:
+    """Evaluate a guard source (``G['step']``, ``L['self'].lr``, ``k``) against the frame,
+    without running user code: names, constant subscripts of dicts, lists and tuples, and
+    attributes found without calling properties or ``__getattr__``."""
+    try:
+        node = ast.parse(source, mode="eval").body
+        scope = {"L": user_frame.f_locals, "G": user_frame.f_globals}
+        return _evaluate(node, scope, user_frame)
+    except Exception:  # anything unexpected: no value, never an error
+        return _MISSING
+
+
+def _evaluate(node: ast.AST, scope: dict[str, Any], user_frame: Any) -> Any:
+    if isinstance(node, ast.Name):
+        if node.id in scope:
+            return scope[node.id]
+        for names in (user_frame.f_locals, user_frame.f_globals):
+            if node.id in names:
+                return names[node.id]
+        return _MISSING
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        base = _evaluate(node.value, scope, user_frame)
+        if isinstance(base, (dict, list, tuple)) or type(base).__name__ == "FrameLocalsProxy":
+            return base[node.slice.value]
+        return _MISSING
+    if isinstance(node, ast.Attribute):
+        base = _evaluate(node.value, scope, user_frame)
+        if base is _MISSING:
+            return _MISSING
+        found = inspect.getattr_static(base, node.attr)
+        return _MISSING if hasattr(type(found), "__get__") and not callable(found) else found
+    return _MISSING
 
 
 # --- keeping some cache entries, dropping the rest -----------------------------------------
@@ -884,3 +946,33 @@ def compile_callbacks() -> int:
     from torch._dynamo.callback import callback_handler
 
     return len(callback_handler.start_callbacks)
+
+
+# torch's structured-trace logger (torch/_logging/_internal.py): it never propagates, and torch
+# builds each structured payload (graphs, guards) whenever it has a handler at all.
+_TRACE_LOGGER = "torch.__trace"
+
+
+@contextmanager
+def trace_log_uncaptured() -> Iterator[None]:
+    """Keep pytest's log-capture handlers off torch's structured-trace logger while the
+    block runs, unless the user asked for torch's logs (``TORCH_LOGS``, ``TORCH_TRACE``).
+
+    pytest 9 attaches its handlers to every non-propagating logger: torch then fills the
+    captured log of a failing test with empty ``DEBUG torch.__trace`` lines and builds every
+    trace payload for nobody. torch's own handlers (a ``TORCH_TRACE`` file) are untouched.
+    """
+    if os.environ.get("TORCH_LOGS") or os.environ.get("TORCH_TRACE"):
+        yield
+        return
+    import logging
+
+    logger = logging.getLogger(_TRACE_LOGGER)
+    removed = [h for h in logger.handlers if type(h).__module__ == "_pytest.logging"]
+    for handler in removed:
+        logger.removeHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in removed:
+            logger.addHandler(handler)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from typing import Any
@@ -83,19 +84,28 @@ def baseline_document(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any
 
 
 def write_json_atomic(path: str, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` through a temporary file and a rename.
+    """Write ``data`` as JSON to ``path`` (see :func:`write_text_atomic`)."""
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
-    A failure at any point (an unserialisable value, a full disk) leaves the previous file
-    as it was, and no temporary file behind.
+
+def write_text_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, creating missing
+    directories as ``--junitxml`` does.
+
+    The file gets the mode an ordinary ``open()`` would give it (the umask's, or the mode of
+    the file it replaces), not the temporary file's 0600: artifact uploaders running as
+    another user must be able to read it. A failure at any point (an unserialisable value, a
+    full disk) leaves the previous file as it was, and no temporary file behind.
     """
     directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=".recompile-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2, sort_keys=False)
-            out.write("\n")
+            out.write(text)
             out.flush()
             os.fsync(out.fileno())
+        os.chmod(temporary, _new_file_mode(path))
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -103,12 +113,27 @@ def write_json_atomic(path: str, data: Any) -> None:
         raise
 
 
+def _new_file_mode(path: str) -> int:
+    """The mode of the file at ``path`` if there is one, else 0666 less the umask."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        pass
+    mask = os.umask(0)  # reading the umask means setting it: put it back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def check_writable(path: str, where: str) -> None:
-    """Fail early for a report or baseline path that cannot be written."""
-    directory = os.path.dirname(os.path.abspath(path))
+    """Fail early for a report or baseline path that cannot be written; missing directories
+    are fine (they are created when the file is written) if the nearest existing one is
+    writable."""
     if os.path.isdir(path):
         raise BaselineError(f"{where}: {path} is a directory; give a file path")
+    directory = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(directory):
+        directory = os.path.dirname(directory)
     if not os.path.isdir(directory):
-        raise BaselineError(f"{where}: the directory of {path} does not exist")
+        raise BaselineError(f"{where}: cannot create a directory for {path}: {directory} is a file")
     if not os.access(directory, os.W_OK):
-        raise BaselineError(f"{where}: the directory of {path} is not writable")
+        raise BaselineError(f"{where}: {directory} is not writable, so {path} cannot be written")

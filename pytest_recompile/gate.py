@@ -31,7 +31,12 @@ from .report import (
     summary_lines,
 )
 from .settings import BUDGET_KEY, FIXTURES_KEY, TRACKER_KEY, Settings, assign_budgets
-from .tracker import RecompileBudgetExceeded, RecompileTracker, stopped_message
+from .tracker import (
+    RecompileBudgetExceeded,
+    RecompileGateError,
+    RecompileTracker,
+    stopped_message,
+)
 
 
 class Gate:
@@ -252,7 +257,7 @@ class Gate:
             if call.when == "teardown":
                 report.user_properties = junit_properties(item, data)
         stopped = call.excinfo.value if call.excinfo is not None else None
-        if isinstance(stopped, RecompileBudgetExceeded) and report.failed:
+        if isinstance(stopped, RecompileGateError) and report.failed:
             # Raised where pytest did not let the gate's hooks catch it (unittest, a thread,
             # a subtest): show the gate's message alone, not torch's frames.
             report.longrepr = stopped_message(stopped, str(item.config.rootpath))
@@ -315,6 +320,29 @@ def junit_properties(item: pytest.Item, data: TestSummary) -> list[tuple[str, ob
     return list(item.user_properties)
 
 
+class QuietTrace:
+    """Inside pytest's log capture (so registered beside the Gate, innermost): gated tests'
+    phases run without pytest's handlers on torch's structured-trace logger."""
+
+    def _quiet(self, item: pytest.Item) -> Generator[None, None, None]:
+        if item.stash.get(BUDGET_KEY, None) is None:
+            return (yield)
+        with _torch.trace_log_uncaptured():
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        return (yield from self._quiet(item))
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        return (yield from self._quiet(item))
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        return (yield from self._quiet(item))
+
+
 class RecompileStateLeak(pytest.PytestWarning):
     """A gated test left torch.compile's stance or Dynamo's config changed."""
 
@@ -323,12 +351,15 @@ def _restore(item: pytest.Item, state: _torch.CompileState) -> None:
     """Undo what the test body left changed, so later tests are judged under the same rules."""
     leaked = _torch.restore_compile_state(state)
     if leaked:
-        warnings.warn(
+        path, lineno, _ = item.reportinfo()  # shown at the test, not at this module
+        warnings.warn_explicit(
             RecompileStateLeak(
                 f"{PREFIX} {item.nodeid} left {', '.join(leaked)} behind; restored it, so that "
                 "later tests are judged under the same settings"
             ),
-            stacklevel=1,
+            RecompileStateLeak,
+            str(path),
+            (lineno or 0) + 1,
         )
 
 
@@ -415,7 +446,8 @@ class Summary:
             return
         terminalreporter.write_sep("=", "recompile gate")
         results = [(nodeid, data) for nodeid, (_, data) in self.results.items()]
-        for line in summary_lines(results, self.fixtures) + self.written:
+        enforced = self.settings.mode != "report-only"
+        for line in summary_lines(results, self.fixtures, enforced=enforced) + self.written:
             terminalreporter.write_line(line)
         for line in fixture_limit_lines(self.fixtures) + self.errors:
             terminalreporter.write_line(line, red=True, bold=True)

@@ -203,7 +203,7 @@ def parse_reason(raw: str, leaf_kind: str | None = None) -> Reason:
     if match:
         entry = match.group("entry")
         body = body[match.end() :]
-    text = _UNNAMED_SCOPE.sub("G", strip_comment(body))
+    text = normalise_scope(strip_comment(body))
     if not text and entry is not None:
         # torch 2.9 gives an empty reason when every guard passed but the backend differs.
         text = BACKEND_CHANGED
@@ -228,6 +228,13 @@ class Classified(NamedTuple):
 
 # 2.9-2.12 name the globals of exec'd code G['___unnamed_scope_140687992602752_c90']['step'].
 _UNNAMED_SCOPE = re.compile(r"G\['___unnamed_scope_\w+'\]")
+
+
+def normalise_scope(text: str) -> str:
+    """``G['___unnamed_scope_...']['step']`` (2.9-2.12, exec'd code) as ``G['step']``."""
+    return _UNNAMED_SCOPE.sub("G", text)
+
+
 BACKEND_CHANGED = "BACKEND_MATCH: the backend changed (torch gave no other reason)"
 
 

@@ -129,9 +129,10 @@ def register_gate(config: pytest.Config, settings: Settings) -> None:
         _torch.check_version()
     except _torch.TorchUnsupported as exc:
         raise pytest.UsageError(str(exc)) from None
-    from .gate import Gate
+    from .gate import Gate, QuietTrace
 
     config.pluginmanager.register(Gate(settings), "recompile-gate")
+    config.pluginmanager.register(QuietTrace(), "recompile-quiet-trace")
     if not hasattr(config, "workerinput"):
         register_summary(config, settings)
 

@@ -15,7 +15,7 @@ from .verdict import FunctionRecord, Recompile, Violation, rerecords
 STOPPED = "stopped here, before compiling"
 EAGER_FALLBACK = "fell back to eager"
 LIMIT_FIX = (
-    "torch now runs it uncompiled, silently; remove the cause of the recompiles above, or "
+    "torch now runs it uncompiled, silently; remove the cause of the recompiles below, or "
     "raise torch._dynamo.config.recompile_limit if they are expected"
 )
 
@@ -49,8 +49,10 @@ def violation_line(v: Violation) -> str:
     if v.kind == "limit":
         return f"{PREFIX} '{fn}' hit {v.source} and {EAGER_FALLBACK}: {LIMIT_FIX}"
     if v.kind == "function":
+        first = f" ({_first_guard(v.function)})" if v.function is not None else ""
         return (
-            f"{PREFIX} '{fn}' recompiled {plural(v.used, 'time')}, budget {v.allowed} ({v.source})"
+            f"{PREFIX} '{fn}' recompiled {plural(v.used, 'time')}{first}, budget {v.allowed} "
+            f"({v.source})"
         )
     if v.kind == "unexpected":
         kinds = ", ".join(sorted({r.kind for r in v.reasons}))
@@ -76,7 +78,33 @@ def violation_line(v: Violation) -> str:
         return unknown_function_line(v)
     if v.kind == "fullgraph":
         return f"{PREFIX} graph break under fullgraph ({v.source}): {v.breaks[0].reason}"
-    return f"{PREFIX} {plural(v.used, 'recompile')}, budget {v.allowed} ({v.source})"
+    return (
+        f"{PREFIX} {plural(v.used, 'recompile')}{_worst_text(v)}, budget {v.allowed} ({v.source})"
+    )
+
+
+def _first_guard(record: FunctionRecord) -> str:
+    """``KIND: guard`` of the function's first recompile (the one to fix first)."""
+    for recompile in record.recompiles:
+        if recompile.reasons:
+            return f"{recompile.reasons[0].label}: {recompile.reasons[0].text}"
+    return "torch gave no reason"
+
+
+def _worst_text(v: Violation) -> str:
+    """Which function the recompiles of a total were, so one line is enough to act on:
+    `` of f (KIND: guard)``, or `` in 3 functions, most of f (2; KIND: guard)``."""
+    if not v.counted:
+        return ""
+    worst = max(
+        v.counted, key=lambda r: (r.recompile_count, any(rc.stopped for rc in r.recompiles))
+    )
+    if len(v.counted) == 1:
+        return f" of {worst.qualname} ({_first_guard(worst)})"
+    return (
+        f" in {len(v.counted)} functions, most of {worst.qualname} "
+        f"({worst.recompile_count}; {_first_guard(worst)})"
+    )
 
 
 def recompile_line(index: int, recompile: Recompile) -> list[str]:
@@ -86,7 +114,10 @@ def recompile_line(index: int, recompile: Recompile) -> list[str]:
     if not recompile.reasons:
         return [f"    recompile {index}{entry}{resume}: (torch gave no reason){tail}"]
     first, *others = recompile.reasons
-    lines = [f"    recompile {index}{entry}{resume} {first.label}: {first.text}{tail}"]
+    actual = (
+        f" (this call: {first.actual})" if first.kind == "EQUALS_MATCH" and first.actual else ""
+    )
+    lines = [f"    recompile {index}{entry}{resume} {first.label}: {first.text}{actual}{tail}"]
     if others:
         older = others[0]
         more = f" and {len(others) - 1} more" if len(others) > 1 else ""
@@ -275,11 +306,15 @@ def fixture_limit_lines(fixtures: list[dict[str, Any]]) -> list[str]:
 
 
 def summary_lines(
-    results: list[tuple[str, TestSummary]], fixtures: list[dict[str, Any]] | None = None
+    results: list[tuple[str, TestSummary]],
+    fixtures: list[dict[str, Any]] | None = None,
+    *,
+    enforced: bool = True,
 ) -> list[str]:
     """Lines for the terminal summary: each test that broke the gate or beat its baseline,
     wider fixtures that recompiled while set up, then the totals. Sorted by node id, so
-    serial and pytest-xdist runs print the same."""
+    serial and pytest-xdist runs print the same. ``enforced=False`` (report-only): tests
+    "would have broken" the gate."""
     results = sorted(results, key=lambda pair: pair[0])
     lines = []
     failing = [(nodeid, data) for nodeid, data in results if data["violations"]]
@@ -305,7 +340,8 @@ def summary_lines(
     paid = sum(data["recompile_seconds"] for _, data in results)
     lines.append(
         f"{plural(len(results), 'gated test')}, {plural(total, 'recompile')}; "
-        f"{len(failing)} broke the gate, {limit} hit recompile_limit; "
+        f"{len(failing)} {'broke' if enforced else 'would have broken'} the gate, "
+        f"{limit} hit recompile_limit; "
         f"recompiles cost {seconds_text(paid)}"
     )
     again = sum(data["again_seconds"] for _, data in results)

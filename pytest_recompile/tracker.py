@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import CodeType, TracebackType
 
 from . import _torch
@@ -58,8 +58,14 @@ class RecompileBudgetExceeded(RecompileGateError):
 
 def event_reasons(event: _torch.CompileEvent) -> tuple[Reason, ...]:
     """A compile's guard failures, parsed (the failing leaf's kind where torch gave it)."""
-    return tuple(
+    reasons = (
         parse_reason(raw, leaf) for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
+    )
+    return tuple(
+        replace(r, actual=event.values[r.source])
+        if r.actual is None and r.source is not None and r.source in event.values
+        else r
+        for r in reasons
     )
 
 
@@ -160,6 +166,8 @@ class RecompileTracker:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+        if isinstance(exc, RecompileBudgetExceeded) and exc.stopped:
+            exc.args = (stopped_message(exc),)  # with where the call was made
         if exc is not None:
             self.note_exception(exc)
         elif self.mode == "at-end":
@@ -419,7 +427,7 @@ class RecompileTracker:
         place of torch's error; any other exception is the test's own failure and stands,
         with the gate's findings beside it; otherwise broken rules fail, unless report-only.
         """
-        if isinstance(exc, RecompileBudgetExceeded):
+        if isinstance(exc, RecompileGateError):
             self.judged = len(self.violations())
             return Outcome(fail=stopped_message(exc, root))
         broke = self.note_exception(exc) if exc is not None else None
@@ -460,19 +468,25 @@ def warm() -> Iterator[None]:
         raise CompiledWhileWarm(refused[-1])
 
     remove = _torch.install_compile_hook(refuse, first=True)
+    site = None
     try:
         yield
-    except CompiledWhileWarm:
+    except CompiledWhileWarm as exc:
         if not refused:
             raise
+        site = call_site(exc.__traceback__)
     finally:
         remove()
-    if refused:  # raised here: torch's frames between the call and the hook are no help
-        raise CompiledWhileWarm(refused[-1])
+    if refused:  # raised afresh: torch's frames between the call and the hook are no help
+        at = f"\n  stopped at {site}, before compiling" if site else ""
+        raise CompiledWhileWarm(refused[-1] + at) from None
 
 
-def stopped_message(stopped: RecompileBudgetExceeded, root: str | None = None) -> str:
-    """The gate's message for a call it stopped, with where the call was made."""
+def stopped_message(stopped: RecompileGateError, root: str | None = None) -> str:
+    """The gate's message for a call it stopped, with where the call was made (a warm
+    block's message says it already)."""
+    if not isinstance(stopped, RecompileBudgetExceeded):
+        return str(stopped)
     return failure_message(
         stopped.records,
         stopped.violations,

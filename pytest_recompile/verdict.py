@@ -103,6 +103,7 @@ class Violation:
     breaks: tuple[GraphBreak, ...] = ()  # graph_breaks, fullgraph: where torch broke the graph
     wanted: str = ""  # unknown_function: the name the budget gave
     compiled: tuple[str, ...] = ()  # unknown_function: the qualnames the block compiled
+    counted: tuple[FunctionRecord, ...] = ()  # total: the functions whose recompiles it counts
 
 
 def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ...]:
@@ -168,13 +169,20 @@ def judge(
     found = [Violation("limit", r.recompile_count, None, r.limit, r) for r in records if r.limit]
     if budget is None:
         return found
-    counted = 0  # recompiles under the total
+    counted: list[FunctionRecord] = []  # the functions whose recompiles the total counts
     for record in records:
         found += _function_violations(record, budget)
-        if budget.total_counts_named or budget.for_function(record.name, record.qualname) is None:
-            counted += record.recompile_count
-    if budget.total is not None and counted > budget.total.value:
-        found.append(Violation("total", counted, budget.total.value, budget.total.source))
+        if record.recompiles and (
+            budget.total_counts_named or budget.for_function(record.name, record.qualname) is None
+        ):
+            counted.append(record)
+    used = sum(r.recompile_count for r in counted)
+    if budget.total is not None and used > budget.total.value:
+        found.append(
+            Violation(
+                "total", used, budget.total.value, budget.total.source, counted=tuple(counted)
+            )
+        )
     breaks = tuple(distinct_breaks(graph_breaks or []))
     cap = budget.max_graph_breaks
     if cap is not None and len(breaks) > cap.value:

@@ -21,9 +21,15 @@ def test_example_catches_the_step_counter_and_passes_the_fix(pytester: pytest.Py
     result.stdout.fnmatch_lines(
         [
             "*_ test_train_with_python_step_counter _*",
-            esc(f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)"),
+            esc(
+                f"{PREFIX} 1 recompile of warmup_loss (EQUALS_MATCH: G['global_step'] == 0), "
+                "budget 0 (--recompile-budget=0)"
+            ),
             "  warmup_loss  examples/tinytrainer/train.py:*",
-            esc(f"    recompile 1 [0/1] EQUALS_MATCH: G['global_step'] == 0   <- {STOPPED}"),
+            esc(
+                "    recompile 1 [0/1] EQUALS_MATCH: G['global_step'] == 0 (this call: 1)   "
+                f"<- {STOPPED}"
+            ),
             "FAILED examples/test_tinytrainer.py::test_train_with_python_step_counter - *",
         ]
     )

@@ -42,7 +42,7 @@ def test_resets():
     result.stdout.fnmatch_lines(
         [
             "*_ test_resets _*",
-            f"{PREFIX} 1 recompile, budget 0*",
+            f"{PREFIX} 1 recompile*, budget 0*",
             "    cache entries: 1, compiles: 3*",
         ]
     )
@@ -67,12 +67,14 @@ def test_patches_config_properly():
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
-            "*RecompileStateLeak: pytest-recompile: test_it.py::test_leaks_stance_and_config "
+            "*test_it.py:*: RecompileStateLeak: pytest-recompile: "
+            "test_it.py::test_leaks_stance_and_config "
             "left stance 'force_eager', torch._dynamo.config.error_on_recompile=True, "
             "torch._dynamo.config.recompile_limit=2 behind; restored it*"
         ]
     )
     assert "test_patches_config_properly left" not in result.stdout.str()
+    assert "gate.py" not in result.stdout.str()  # the warning points at the test
 
 
 def test_global_torch_state_left_changed_does_not_break_later_verdicts(run) -> None:
@@ -165,9 +167,45 @@ def test_threaded():
         "ignore::pytest.PytestUnhandledThreadExceptionWarning",
     )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)"])
+    result.stdout.fnmatch_lines([f"{PREFIX} 1 recompile*, budget 0 (--recompile-budget=0)"])
 
 
 def test_internal_error_is_loud() -> None:
     with pytest.raises(_torch.InternalError, match=f"{PREFIX} internal error: the compile hook"):
         _torch._compile_frame(sys._getframe())
+
+
+TRACE_SUITE = (
+    DOUBLE
+    + """
+import logging
+
+trace = logging.getLogger("torch.__trace")
+probe = logging.getLogger("probe-not-propagating")  # gets what pytest attaches, nothing else
+probe.propagate = False
+
+def pytest_handlers(logger):
+    return sorted(type(h).__name__ for h in logger.handlers if "_pytest" in type(h).__module__)
+
+@pytest.mark.max_recompiles(0)
+def test_gated_fails():
+    logging.getLogger("mine").warning("the test's own log line")
+    assert pytest_handlers(trace) == []  # torch's trace logger is not captured here
+    double(torch.ones(2)); double(torch.ones(3, 3))
+
+def test_ungated_after():
+    assert pytest_handlers(trace) == pytest_handlers(probe)  # pytest's handlers are back
+"""
+)
+
+
+def test_torch_trace_logger_stays_out_of_captured_logs(
+    run, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TORCH_LOGS", raising=False)
+    monkeypatch.delenv("TORCH_TRACE", raising=False)
+    run(TRACE_SUITE, "--collect-only")  # writes the module; `run` turns pytest's logging off
+    result = pytester.runpytest("-p", "no:randomly", "--log-level=DEBUG")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*Captured log call*", "*the test's own log line*"])
+    assert "torch.__trace" not in result.stdout.str()

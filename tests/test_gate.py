@@ -25,10 +25,11 @@ def test_step():
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)",
+            f"{PREFIX} 1 recompile*, budget 0 (--recompile-budget=0)",
             "  f  test_it.py:*",
             "    cache entries: 1, compiles: 1, recompiles: 1",
-            "    recompile 1 [[]*/1] " + esc(f"EQUALS_MATCH: G['step'] == 0   <- {STOPPED}"),
+            "    recompile 1 [[]*/1] "
+            + esc(f"EQUALS_MATCH: G['step'] == 0 (this call: 1)   <- {STOPPED}"),
             "    fix EQUALS_MATCH: a Python value is baked into the graph as a constant: *",
             "  fail-fast: stopped at test_it.py:* in test_step, before that recompile ran",
         ]
@@ -50,7 +51,7 @@ def test_n():
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["    recompile 1 [[]*/1] " + esc("EQUALS_MATCH: n == 2   <- ") + "*"]
+        ["    recompile 1 [[]*/1] " + esc("EQUALS_MATCH: n == 2 (this call: 3)   <- ") + "*"]
     )
 
 
@@ -138,7 +139,7 @@ def test_ranks():
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            f"{PREFIX} 3 recompiles, budget 2 (@max_recompiles(2))",
+            f"{PREFIX} 3 recompiles*, budget 2 (@max_recompiles(2))",
             "*recompile 1 *: tensor 'x' rank mismatch. expected 1, actual 2",
             "*recompile 2 *: tensor 'x' rank mismatch. expected 2, actual 3",
             f"*recompile 3 *: tensor 'x' rank mismatch. expected 3, actual 4   <- {STOPPED}",
@@ -247,7 +248,7 @@ def test_method():
     )
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
-        ["  make.<locals>.add  *", "*: k == 1   <- *", "  Model.run  *", "*flag*"]
+        ["  make.<locals>.add  *", "*: k == 1 (this call: *)   <- *", "  Model.run  *", "*flag*"]
     )
 
 
@@ -327,7 +328,7 @@ def test_fails_alone_in_at_end_mode_too():
             "*AssertionError: the test's own assertion*",
             "*ValueError: own error*",
             "*- Captured recompile call -*",
-            f"{PREFIX} 1 recompile, budget 0*",
+            f"{PREFIX} 1 recompile*, budget 0*",
         ]
     )
 
@@ -417,9 +418,9 @@ def test_opted_out():
     result.stdout.fnmatch_lines(
         [
             "*test_but_g_has_the_default*",
-            esc(f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)"),
+            f"{PREFIX} 1 recompile of g (TENSOR_MATCH*), budget 0 (--recompile-budget=0)",
             "*test_f_over_its_own_budget*",
-            f"{PREFIX} 'f' recompiled 2 times, budget 1 (@max_recompiles(1, function='f'))",
+            f"{PREFIX} 'f' recompiled 2 times (*), budget 1 (@max_recompiles(1, function='f'))",
         ]
     )
 
@@ -430,7 +431,7 @@ def test_marker_is_enforced_without_the_flag(run) -> None:
         + "\ndef test_unmarked():\n    double(torch.ones(5)); double(torch.ones(6, 6))\n"
     )
     result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(["*recompile gate*", "*test_shapes: 1 recompile, budget 0*"])
+    result.stdout.fnmatch_lines(["*recompile gate*", "*test_shapes: 1 recompile*, budget 0*"])
 
 
 def test_graph_break_resume_frames_count_for_their_parent(run) -> None:
@@ -450,7 +451,7 @@ def test_break():
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            f"{PREFIX} 2 recompiles, budget 1*",
+            f"{PREFIX} 2 recompiles*, budget 1*",
             "  broken  test_it.py:*",
             "    cache entries: 3, compiles: 3, recompiles: 2*",
             "*recompile 1 *: tensor 'x' rank mismatch*",
@@ -476,7 +477,7 @@ def test_steps():
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*finished all steps*", f"{PREFIX} 3 recompiles, budget 1*", "    recompile 3 *"]
+        ["*finished all steps*", f"{PREFIX} 3 recompiles*, budget 1*", "    recompile 3 *"]
     )
     assert STOPPED not in result.stdout.str()
 
@@ -488,8 +489,8 @@ def test_report_only_never_fails_but_summarises(run) -> None:
         [
             "recompile gate: active, default budget 0 (--recompile-budget=0), mode report-only*",
             "*= recompile gate =*",
-            "test_it.py::test_shapes: 1 recompile, budget 0*",
-            "1 gated test, 1 recompile; 1 broke the gate, 0 hit recompile_limit; recompiles cost *",
+            "test_it.py::test_shapes: 1 recompile of double (TENSOR_MATCH*), budget 0*",
+            "1 gated test, 1 recompile; 1 would have broken the gate, 0 hit recompile_limit; *",
         ]
     )
 
@@ -550,7 +551,7 @@ def test_uses_it(warmed):
     result.stdout.fnmatch_lines(
         [
             "*ERROR at setup of test_uses_it*",
-            f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)",
+            f"{PREFIX} 1 recompile*, budget 0 (--recompile-budget=0)",
             "  fail-fast: stopped at test_it.py:* in warmed, before that recompile ran",
         ]
     )
@@ -576,7 +577,7 @@ def test_b():
     result.stdout.fnmatch_lines(
         [
             "*= recompile gate =*",
-            "test_it.py::test_a: 1 recompile, budget 0 (@max_recompiles(0))",
+            "test_it.py::test_a: 1 recompile*, budget 0 (@max_recompiles(0))",
             "2 gated tests, 2 recompiles; 1 broke the gate, 0 hit recompile_limit; "
             "recompiles cost *",
         ]

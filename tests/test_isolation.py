@@ -134,7 +134,7 @@ def test_setupclass_warm_up_is_kept(run, pytester, order) -> None:
     assert "convert_frame.py" not in out
     result.stdout.fnmatch_lines(
         [
-            f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)",
+            f"{PREFIX} 1 recompile*, budget 0 (--recompile-budget=0)",
             "  fail-fast: stopped at test_it.py:* in test_a, before that recompile ran",
         ]
     )
@@ -249,7 +249,7 @@ def test_it(model):
     result.stdout.fnmatch_lines(
         [
             "*ERROR at teardown of test_it*",
-            f"{PREFIX} 1 recompile, budget 0 (--recompile-budget=0)",
+            f"{PREFIX} 1 recompile*, budget 0 (--recompile-budget=0)",
             "*rank mismatch. expected 1, actual 2*",
         ]
     )
@@ -307,7 +307,8 @@ def test_callable():
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
         [
-            f"{PREFIX} 'scale' recompiled 1 time, budget 0 (@max_recompiles(0, function='scale'))",
+            f"{PREFIX} 'scale' recompiled 1 time (*), budget 0 "
+            "(@max_recompiles(0, function='scale'))",
             "  scale  test_it.py:7",
         ]
     )

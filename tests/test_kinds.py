@@ -344,7 +344,8 @@ def test_steps():
                 f"{PREFIX} 'f' recompiled because of EQUALS_MATCH, not a kind this test expects "
                 "(@expect_guards('TENSOR_MATCH')): G['step'] == 0"
             ),
-            esc("    recompile 1 [0/1] EQUALS_MATCH: G['step'] == 0   <- stopped here") + "*",
+            esc("    recompile 1 [0/1] EQUALS_MATCH: G['step'] == 0 (this call: 1)   <- stopped")
+            + "*",
             "    fix EQUALS_MATCH: a Python value is baked into the graph as a constant: pass it as"
             " a tensor*",
         ]

@@ -155,14 +155,36 @@ def test_report_ini_twin_and_bad_paths(run, pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nrecompile_report = from-ini.json\n")
     pytester.runpytest("--recompile-budget", "-p", "no:randomly", "-k", "clean")
     assert load(pytester.path / "from-ini.json")["summary"]["gated_tests"] == 1
-    missing_dir = pytester.runpytest("--recompile-report=nowhere/out.json")
-    assert missing_dir.ret == pytest.ExitCode.USAGE_ERROR
-    missing_dir.stderr.fnmatch_lines(
-        [f"*{PREFIX} --recompile-report=nowhere/out.json: the directory of * does not exist*"]
+    made = pytester.runpytest(
+        "--recompile-budget", "-k", "clean", "--recompile-report=new/sub/r.json"
+    )
+    assert made.ret == pytest.ExitCode.OK  # missing directories are created, as --junitxml does
+    assert load(pytester.path / "new/sub/r.json")["summary"]["gated_tests"] == 1
+    (pytester.path / "afile").write_text("")
+    blocked = pytester.runpytest("--recompile-report=afile/out.json")
+    assert blocked.ret == pytest.ExitCode.USAGE_ERROR
+    blocked.stderr.fnmatch_lines(
+        [f"*{PREFIX} --recompile-report=afile/out.json: cannot create a directory for *afile*"]
     )
     is_dir = pytester.runpytest(f"--recompile-report={pytester.path}")
     assert is_dir.ret == pytest.ExitCode.USAGE_ERROR
     is_dir.stderr.fnmatch_lines(["*is a directory; give a file path*"])
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_written_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
+    # The mode an ordinary open() gives, like --junitxml: uploaders may run as another user.
+    old = os.umask(umask)
+    try:
+        write_json_atomic(str(tmp_path / "r.json"), {})
+        (tmp_path / "plain").write_text("")
+    finally:
+        os.umask(old)
+    mode = (tmp_path / "r.json").stat().st_mode & 0o777
+    assert mode == (tmp_path / "plain").stat().st_mode & 0o777 == 0o666 & ~umask
+    os.chmod(tmp_path / "r.json", 0o640)  # replacing a file keeps the mode it was given
+    write_json_atomic(str(tmp_path / "r.json"), {"again": True})
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o640
 
 
 def test_atomic_write_keeps_the_old_file_on_failure(tmp_path: Path) -> None:
@@ -214,7 +236,7 @@ def test_baseline_round_trip(
     monkeypatch.setenv("STEPS", "5")
     worse = pytester.runpytest("--recompile-budget", f"--recompile-baseline={base}")
     worse.assert_outcomes(failed=1, passed=1)
-    worse.stdout.fnmatch_lines([f"{PREFIX} 3 recompiles, budget 2 (baseline)"])
+    worse.stdout.fnmatch_lines([f"{PREFIX} 3 recompiles*, budget 2 (baseline)"])
 
     monkeypatch.setenv("STEPS", "2")
     better = pytester.runpytest("--recompile-budget", f"--recompile-baseline={base}")
@@ -300,7 +322,7 @@ def test_scoped_budget(recompiles):
     double(torch.ones(2))
     with recompiles.scoped(0):
         double(torch.ones(2))
-    with pytest.raises(RecompileBudgetExceeded, match=r"1 recompile, budget 0 .scoped.0.."):
+    with pytest.raises(RecompileBudgetExceeded, match=r"1 recompile of .*, budget 0 .scoped.0.."):
         with recompiles.scoped(0):
             double(torch.ones(5, 5))
 
@@ -345,4 +367,53 @@ def test_library_api_scoped_and_warm() -> None:
     )
     assert "would have compiled inside a warm block" in str(info.value)
     assert "fix TENSOR_MATCH(rank)" in str(info.value)
+    assert "stopped at tests/test_reports.py:" in str(info.value)  # the call, not the hook
+    assert info.value.__suppress_context__
     assert _torch.current_stance() == "default"
+
+
+def test_one_line_names_the_function_and_guard_and_warm_fails_alone(
+    run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # -rf lines are cut to the terminal's width
+    result = run(
+        STEP
+        + """
+def test_step_counter():
+    global step
+    for i in range(2):
+        step = i
+        f(torch.ones(2))
+
+def test_warm_refuses(recompiles):
+    global step
+    step = 0
+    f(torch.ones(2))
+    step = 1
+    with recompiles.warm():
+        f(torch.ones(2))
+""",
+        "--recompile-budget",
+        "-rf",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_warm_refuses _*",
+            f"{PREFIX} 'f' (test_it.py:*) would have compiled inside a warm block",
+            "    * EQUALS_MATCH: G?'step'? == 0",
+            "    fix EQUALS_MATCH: *",
+            "  stopped at test_it.py:* in test_warm_refuses, before compiling",
+            "*= recompile gate =*",
+            "test_it.py::test_step_counter: 1 recompile of f (EQUALS_MATCH: G?'step'? == 0), "
+            "budget 0 (--recompile-budget=0)",
+            "*short test summary*",
+            f"FAILED test_it.py::test_step_counter - Failed: {PREFIX} 1 recompile of f*",
+        ]
+    )
+    out = result.stdout.str()
+    assert "During handling" not in out  # the gate's message alone, no chained traceback
+    assert "def refuse" not in out
+    assert "convert_frame.py" not in out

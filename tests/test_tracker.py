@@ -33,8 +33,13 @@ def test_fail_fast_raises_at_the_call_before_compiling() -> None:
         double(torch.ones(3, 3))
         calls.append(2)
     assert calls == [1]
-    assert str(info.value).startswith(f"{PREFIX} 1 recompile, budget 0 (max_recompiles=0)")
+    assert str(info.value).startswith(
+        f"{PREFIX} 1 recompile of make_double.<locals>.double (TENSOR_MATCH(rank): "
+    )
+    assert str(info.value).splitlines()[0].endswith(", budget 0 (max_recompiles=0)")
     assert STOPPED in str(info.value)
+    # Outside pytest too, the message says where the call was made.
+    assert re.search(r"stopped at tests/test_tracker\.py:\d+ in test_fail_fast", str(info.value))
     (record,) = tracker.records
     assert (record.compiles, record.recompile_count, record.cache_entries) == (1, 1, 1)
     assert record.recompiles[0].stopped
@@ -63,7 +68,7 @@ def test_report_only_records_everything() -> None:
 def test_at_end_raises_on_exit_but_never_over_the_blocks_own_error() -> None:
     double = make_double()
     with (  # noqa: PT012 - the tracker's block: a loop of calls
-        pytest.raises(RecompileBudgetExceeded, match="2 recompiles, budget 1"),
+        pytest.raises(RecompileBudgetExceeded, match=r"2 recompiles of .*, budget 1"),
         RecompileTracker(max_recompiles=1, mode="at-end"),
     ):
         for rank in range(1, 4):
@@ -168,3 +173,57 @@ def test_nothing_of_the_plugin_runs_on_a_cache_hit() -> None:
     # Nothing before the recompile: no call on the 200 cache hits. The first plugin frame is
     # the hook (2.9+) or its wrapper around torch's limit check (older releases).
     assert calls[0] in ("_hook", "checked")
+
+
+LR = {"lr": 0.1}
+STEP = 0
+
+
+class Scaled:
+    def __init__(self, scale: int) -> None:
+        self.scale = scale
+
+    @property
+    def loud(self) -> int:  # a property is never called to read a value
+        raise AssertionError("called")
+
+
+def test_equals_guards_give_the_value_the_call_passed() -> None:
+    global STEP
+
+    @torch.compile(backend="eager")
+    def step_fn(x, k, m):
+        return x * STEP * k * LR["lr"] * m.scale
+
+    m = Scaled(2)
+    with RecompileTracker(mode="report-only") as tracker:
+        step_fn(torch.ones(2), 1, m)
+        STEP = 1
+        step_fn(torch.ones(2), 1, m)
+        step_fn(torch.ones(2), 3, m)
+        LR["lr"] = 0.5
+        step_fn(torch.ones(2), 3, m)
+        m.scale = 7
+        step_fn(torch.ones(2), 3, m)
+    STEP, LR["lr"] = 0, 0.1
+    found = [(r.kind, r.source, r.expected, r.actual) for r in tracker.reasons()]
+    assert found == [
+        ("EQUALS_MATCH", "G['STEP']", "0", "1"),
+        ("EQUALS_MATCH", "k", "1", "3"),
+        ("EQUALS_MATCH", "G['LR']['lr']", "0.1", "0.5"),
+        ("EQUALS_MATCH", "m.scale", "2", "7"),
+    ]
+
+
+def test_reading_a_guard_source_never_runs_user_code() -> None:
+    class Frame:
+        def __init__(self) -> None:
+            self.f_locals = {"m": Scaled(2), "seq": [5]}
+            self.f_globals: dict[str, object] = {}
+
+    frame = Frame()
+    assert _torch._read_source("m.scale", frame) == 2
+    assert _torch._read_source("L['seq'][0]", frame) == 5
+    assert _torch._read_source("m.loud", frame) is _torch._MISSING
+    assert _torch._read_source("m.scale()", frame) is _torch._MISSING  # calls: never
+    assert _torch._read_source("nothing", frame) is _torch._MISSING

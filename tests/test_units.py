@@ -163,7 +163,10 @@ def test_failure_message_lists_every_recompile_reason() -> None:
     f.recompiles[-1].stopped = True
     rules = Budget(Rule(1, "--recompile-budget=1"))
     text = failure_message([f], judge([f], rules), stopped=True)
-    assert text.startswith("pytest-recompile: 2 recompiles, budget 1 (--recompile-budget=1)")
+    assert text.startswith(
+        "pytest-recompile: 2 recompiles of f (EQUALS_MATCH: G['step'] == 0), "
+        "budget 1 (--recompile-budget=1)"
+    )
     assert "G['step'] == 0" in text
     assert "G['step'] == 1" in text
     assert STOPPED in text
