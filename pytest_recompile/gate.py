@@ -23,9 +23,11 @@ from .baseline import baseline_document, write_json_atomic
 from .isolation import Ledger, Owner
 from .names import PREFIX
 from .report import (
+    INCOMPLETE,
     TestSummary,
     failure_message,
     fixture_limit_lines,
+    plural,
     report_document,
     summarize_test,
     summary_lines,
@@ -304,7 +306,13 @@ def fixture_result(owner: Owner, tracker: RecompileTracker) -> dict[str, Any]:
     }
 
 
-JUNIT_NAMES = ("recompiles", "recompile_budget", "recompile_worst", "recompile_seconds")
+JUNIT_NAMES = (
+    "recompiles",
+    "recompile_budget",
+    "recompile_budget_source",
+    "recompile_worst",
+    "recompile_seconds",
+)
 
 
 def junit_properties(item: pytest.Item, data: TestSummary) -> list[tuple[str, object]]:
@@ -313,7 +321,8 @@ def junit_properties(item: pytest.Item, data: TestSummary) -> list[tuple[str, ob
     item.user_properties[:] = [p for p in item.user_properties if p[0] not in JUNIT_NAMES]
     item.user_properties += [
         ("recompiles", data["recompiles"]),
-        ("recompile_budget", data["budget"]),
+        ("recompile_budget", "" if data["budget"] is None else data["budget"]),
+        ("recompile_budget_source", data["budget_source"] or ""),
         ("recompile_worst", data["worst"] or ""),
         ("recompile_seconds", data["recompile_seconds"]),
     ]
@@ -363,6 +372,41 @@ def _restore(item: pytest.Item, state: _torch.CompileState) -> None:
         )
 
 
+def beyond_baseline(results: dict[str, TestSummary], settings: Settings) -> list[str]:
+    """What the gate run after a baseline update would still fail: every broken rule but a
+    total over the default budget (the one thing a baseline raises). Empty: it will pass."""
+    default = settings.default.source if settings.default is not None else None
+    broken = [
+        f"  {nodeid}: {v['message']}"
+        for nodeid, data in sorted(results.items())
+        for v in data["violations"]
+        if not (v["kind"] == "total" and v["source"] == default)
+    ]
+    if not broken:
+        return []
+    return [
+        f"{PREFIX} {plural(len(broken), 'broken rule')} no baseline can absorb (recompile_limit "
+        "hits, markers' own budgets and guard rules): the next gate run fails on them. Fix "
+        "them, or relax those tests' markers, then update again:",
+        *broken,
+    ]
+
+
+def stopped_early(session: pytest.Session, exitstatus: int, interrupt: str | None) -> str | None:
+    """Why the run did not run every collected test (None: it did), for readers of the
+    reports who must never take a partial run for a clean one."""
+    if interrupt is not None:
+        return interrupt
+    for reason in (session.shouldstop, session.shouldfail):
+        if isinstance(reason, str) and reason:
+            return reason  # "stopping after 1 failures" (-x, --maxfail)
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        if session.testsfailed and not session.testscollected:
+            return "errors during collection"
+        return "interrupted (pytest.exit or errors during collection)"
+    return None
+
+
 def _fail(stopped: RecompileBudgetExceeded, item: pytest.Item) -> NoReturn:
     """Fail the test with the gate's message alone (torch's frames are no help to the user)."""
     pytest.fail(stopped_message(stopped, str(item.config.rootpath)), pytrace=False)
@@ -379,6 +423,13 @@ class Summary:
         self.fixtures: list[dict[str, Any]] = []
         self.written: list[str] = []
         self.errors: list[str] = []
+        self.interrupt: str | None = None  # "KeyboardInterrupt", once one arrived
+        self.incomplete: str | None = None  # why the run stopped early, at its end
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        # xdist stops -x/--maxfail runs with a KeyboardInterrupt of its own that says why.
+        said = str(excinfo.value) if type(excinfo.value) is not KeyboardInterrupt else ""
+        self.interrupt = said or "KeyboardInterrupt"
 
     def pytest_report_header(self) -> list[str]:
         return [self.settings.header()] if self.settings.default is not None else []
@@ -403,6 +454,7 @@ class Summary:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         settings = self.settings
+        self.incomplete = stopped_early(session, exitstatus, self.interrupt)
         try:
             if settings.report is not None:
                 write_json_atomic(settings.report, self.report_document(session.config))
@@ -412,6 +464,10 @@ class Summary:
                     data = {nodeid: data for nodeid, (_, data) in self.results.items()}
                     write_json_atomic(settings.baseline, baseline_document(data))
                     self.written.append(f"baseline written to {settings.baseline}")
+                    beyond = beyond_baseline(data, settings)
+                    if beyond:
+                        self.errors += beyond
+                        session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 else:
                     self.errors.append(
                         f"{PREFIX} baseline {settings.baseline} NOT updated: the run did not "
@@ -439,7 +495,9 @@ class Summary:
         }
         results = [(nodeid, outcome, data) for nodeid, (outcome, data) in self.results.items()]
         created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        return report_document(results, environment, options, created, self.fixtures)
+        return report_document(
+            results, environment, options, created, self.fixtures, self.incomplete
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not (self.results or self.fixtures or self.written or self.errors):
@@ -447,7 +505,10 @@ class Summary:
         terminalreporter.write_sep("=", "recompile gate")
         results = [(nodeid, data) for nodeid, (_, data) in self.results.items()]
         enforced = self.settings.mode != "report-only"
-        for line in summary_lines(results, self.fixtures, enforced=enforced) + self.written:
+        lines = summary_lines(results, self.fixtures, enforced=enforced)
+        if self.incomplete is not None:
+            lines.append(f"{INCOMPLETE}: {self.incomplete}")
+        for line in lines + self.written:
             terminalreporter.write_line(line)
         for line in fixture_limit_lines(self.fixtures) + self.errors:
             terminalreporter.write_line(line, red=True, bold=True)

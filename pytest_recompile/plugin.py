@@ -9,18 +9,20 @@ pass over the collected items.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .names import MARKER_LINES, MARKERS, MODES
+from .markers import BudgetError
+from .names import MARKER_LINES, MARKERS, MODES, PREFIX
 from .settings import (
     BARE_FLAG_HINT,
     SETTINGS_KEY,
     TRACKER_KEY,
     Settings,
     assign_budgets,
+    budget_of,
     budget_option,
 )
 
@@ -110,6 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     settings = Settings.from_config(config)
     config.stash[SETTINGS_KEY] = settings
+    config.pluginmanager.register(MarkerCheck(settings), "recompile-marker-check")
     if settings.default is not None:
         register_gate(config, settings)
         return
@@ -173,6 +176,38 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
         yield own
     finally:
         own.stop()
+
+
+class MarkerCheck:
+    """A malformed marker is a collection error of its module, as a bad import is: reported
+    the moment the module is collected, before any test runs or torch is set up."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.names = set(MARKERS)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(
+        self, collector: pytest.Collector
+    ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+        report = yield
+        if not report.passed:
+            return report
+        errors = []
+        for node in report.result:
+            if not isinstance(node, pytest.Item) or not any(
+                mark.name in self.names for mark in node.iter_markers()
+            ):
+                continue
+            try:
+                budget_of(node, self.settings)
+            except BudgetError as exc:
+                errors.append(f"{PREFIX} {exc}")
+        if errors:
+            report.outcome = "failed"
+            report.longrepr = "\n".join(errors)
+            report.result = []
+        return report
 
 
 class MarkerScan:

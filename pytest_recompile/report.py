@@ -210,14 +210,16 @@ class TestSummary(TypedDict):
     """One test's results, JSON-ready: they travel on its reports (and so under pytest-xdist)
     to the terminal summary, the JSON report and the baseline."""
 
-    budget: str | None
+    budget: int | None  # the total cap (None: no total, only other rules)
+    budget_source: str | None  # where the total came from
+    rules: str | None  # every rule of the test, in words
     baseline: int | None
     recompiles: int
     recompile_seconds: float
     compile_seconds: float
     again_seconds: float  # compiling again what isolation dropped for earlier tests
     isolation: str  # "entries" (kept what live wider fixtures compiled), "reset", "off"
-    violations: list[dict[str, str]]
+    violations: list[dict[str, str]]  # kind, source (the rule and where it came from), message
     limit_hit: list[str]
     worst: str | None
     device: str | None
@@ -240,8 +242,11 @@ def summarize_test(
 ) -> TestSummary:
     """One test's results (see :class:`TestSummary`)."""
     worst = max(records, key=lambda r: r.recompile_count, default=None)
+    total = budget.total if budget is not None else None
     return {
-        "budget": budget.describe() if budget is not None else None,
+        "budget": total.value if total is not None else None,
+        "budget_source": total.source if total is not None else None,
+        "rules": budget.describe() if budget is not None else None,
         "baseline": baseline,
         "recompiles": sum(r.recompile_count for r in records),
         "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
@@ -249,7 +254,8 @@ def summarize_test(
         "again_seconds": round(sum(r.again_seconds for r in records), 6),
         "isolation": isolation,
         "violations": [
-            {"kind": v.kind, "message": violation_line(v)[len(PREFIX) + 1 :]} for v in violations
+            {"kind": v.kind, "source": v.source, "message": violation_line(v)[len(PREFIX) + 1 :]}
+            for v in violations
         ],
         "limit_hit": [r.qualname for r in records if r.limit],
         "worst": (
@@ -330,7 +336,7 @@ def summary_lines(
     ]
     for nodeid, data in better:
         lines.append(
-            f"{nodeid}: {data['recompiles']} recompiles, below its baseline of "
+            f"{nodeid}: {plural(data['recompiles'], 'recompile')}, below its baseline of "
             f"{data['baseline']}: tighten it with --recompile-baseline-update"
         )
     recompiled = [f for f in fixtures or () if f["recompiles"]]
@@ -355,8 +361,10 @@ def summary_lines(
     return lines
 
 
+INCOMPLETE = "incomplete run: these figures cover only the tests that ran; stopped by"
+
 REPORT_SCHEMA = "pytest-recompile/report"
-REPORT_VERSION = 2
+REPORT_VERSION = 3
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
 
 
@@ -366,8 +374,10 @@ def report_document(
     settings: dict[str, Any],
     created: str,
     fixtures: list[dict[str, Any]] | None = None,
+    incomplete: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON report (see report.schema.json): ``results`` are (nodeid, outcome, data)."""
+    """The JSON report (see report.schema.json): ``results`` are (nodeid, outcome, data);
+    ``incomplete``: why the run stopped early, if it did."""
     tests: list[dict[str, Any]] = [
         {"nodeid": nodeid, "outcome": outcome, **data}
         for nodeid, outcome, data in sorted(results, key=lambda r: r[0])
@@ -377,6 +387,8 @@ def report_document(
         "schema": REPORT_SCHEMA,
         "version": REPORT_VERSION,
         "created": created,
+        "complete": incomplete is None,
+        "incomplete": incomplete,
         "environment": {**environment, "devices": devices},
         "settings": settings,
         "summary": {

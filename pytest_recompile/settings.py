@@ -143,20 +143,26 @@ def budget_option(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{exc}; {BARE_FLAG_HINT}") from None
 
 
+def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
+    """The test's rules from its markers and the run's settings; raises BudgetError."""
+    recorded = settings.baseline_counts.get(item.nodeid)
+    return budget_from_marks(
+        {name: list(item.iter_markers(name)) for name in MARKERS},
+        settings.default,
+        item.nodeid,
+        fullgraph_default=settings.fullgraph,
+        baseline=Rule(recorded, "baseline") if recorded is not None else None,
+    )
+
+
 def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
-    """Validate every marker and stash each test's budget; True if any test is gated."""
+    """Stash each test's budget; True if any test is gated. Bad markers were collection
+    errors already (:class:`pytest_recompile.plugin.MarkerCheck`); any left is a usage error."""
     errors = []
     gated = False
     for item in items:
-        recorded = settings.baseline_counts.get(item.nodeid)
         try:
-            budget = budget_from_marks(
-                {name: list(item.iter_markers(name)) for name in MARKERS},
-                settings.default,
-                item.nodeid,
-                fullgraph_default=settings.fullgraph,
-                baseline=Rule(recorded, "baseline") if recorded is not None else None,
-            )
+            budget = budget_of(item, settings)
         except BudgetError as exc:
             errors.append(f"{PREFIX} {exc}")
             continue

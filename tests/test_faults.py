@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
 from snippets import DOUBLE, HEADER
 
 from pytest_recompile import _torch
-from pytest_recompile.report import PREFIX
+from pytest_recompile.report import INCOMPLETE, PREFIX
 
 NEXT_TEST_SEES_DEFAULTS = """
 from pytest_recompile import _torch
@@ -117,9 +118,14 @@ def pytest_unconfigure(config):
         out.write(repr(state))
 """
     )
-    result = pytester.runpytest_subprocess("--recompile-budget", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess(
+        "--recompile-budget", "-p", "no:randomly", "--recompile-report=r.json"
+    )
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert (pytester.path / "state.txt").read_text() == "(0, 64, 0, 'default')"
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert (report["complete"], report["incomplete"]) == (False, "KeyboardInterrupt")
+    result.stdout.fnmatch_lines([f"{INCOMPLETE}: KeyboardInterrupt"])
 
 
 def test_module_fixture_that_compiles_once(run) -> None:

@@ -7,7 +7,7 @@ from glob import escape as esc
 
 import pytest
 import torch
-from snippets import DOUBLE, STEP
+from snippets import DOUBLE, STEP, assert_marker_error
 
 from pytest_recompile import RecompileTracker, _torch
 from pytest_recompile.guards import (
@@ -384,12 +384,10 @@ def test_kinds_alone_gate_the_test():
 
 def test_unknown_kind_is_a_usage_error_with_the_closest(run) -> None:
     result = run('@pytest.mark.expect_guards("TENSOR_MATHC")\ndef test_x():\n    pass\n')
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [
-            "*@pytest.mark.expect_guards on test_it.py::test_x: unknown guard kind "
-            "'TENSOR_MATHC'; did you mean 'TENSOR_MATCH'? Valid kinds: TENSOR_MATCH, EQUALS_MATCH*"
-        ]
+    assert_marker_error(
+        result,
+        "*@pytest.mark.expect_guards on test_it.py::test_x: unknown guard kind "
+        "'TENSOR_MATHC'; did you mean 'TENSOR_MATCH'? Valid kinds: TENSOR_MATCH, EQUALS_MATCH*",
     )
 
 
@@ -406,8 +404,7 @@ def test_unknown_kind_is_a_usage_error_with_the_closest(run) -> None:
 )
 def test_bad_kind_markers(run, marker: str, message: str) -> None:
     result = run(f"@pytest.mark.{marker}\ndef test_x():\n    pass\n")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*{PREFIX}*test_x*{esc(message)}*"])
+    assert_marker_error(result, f"*{PREFIX}*test_x*{esc(message)}*")
 
 
 def test_forbid_guards_catches_a_baked_int_argument_on_one_call(run) -> None:

@@ -27,7 +27,7 @@ from pytest_recompile.baseline import (
     read_baseline,
     write_json_atomic,
 )
-from pytest_recompile.report import PREFIX, SCHEMA_FILE
+from pytest_recompile.report import INCOMPLETE, PREFIX, SCHEMA_FILE
 
 SUITE = (
     HEADER
@@ -145,7 +145,8 @@ def test_junit_properties_under_serial_and_xdist(pytester: pytest.Pytester, extr
     }
     assert props["test_steps"]["recompiles"] == "2"
     assert props["test_steps"]["recompile_worst"] == "f (2)"
-    assert props["test_steps"]["recompile_budget"] == "2 in total (@max_recompiles(2))"
+    assert props["test_steps"]["recompile_budget"] == "2"
+    assert props["test_steps"]["recompile_budget_source"] == "@max_recompiles(2)"
     assert props["test_shapes"]["recompiles"] == "1"
     assert props["test_clean"]["recompiles"] == "0"
 
@@ -243,9 +244,64 @@ def test_baseline_round_trip(
     better.assert_outcomes(passed=2)
     better.stdout.fnmatch_lines(
         [
-            "test_suite.py::test_steps: 1 recompiles, below its baseline of 2: tighten it with "
+            "test_suite.py::test_steps: 1 recompile, below its baseline of 2: tighten it with "
             "--recompile-baseline-update"
         ]
+    )
+
+
+UNABSORBABLE_SUITE = (
+    HEADER
+    + STEP
+    + DOUBLE
+    + """
+def steps(n):
+    global step
+    for i in range(n):
+        step = i
+        f(torch.ones(2))
+
+def test_default_only():       # over the default budget: the baseline absorbs it
+    steps(3)
+
+@pytest.mark.max_recompiles(1)
+def test_own_marker():         # over its marker's budget: a baseline never raises a marker
+    steps(3)
+
+def test_limit():              # falls back to eager: always a failure
+    for n in range(1, 11):
+        double(torch.ones(*[1] * n))
+
+@pytest.mark.expect_guards("TENSOR_MATCH")
+def test_wrong_kind():         # a guard rule, not a count
+    steps(2)
+"""
+)
+
+
+def test_baseline_update_says_what_no_baseline_can_absorb(run, pytester: pytest.Pytester) -> None:
+    # The invariant: on unchanged code, the gate run after an update passes, or the update
+    # run exits 1 naming exactly the tests that gate run fails.
+    pytester.makepyfile(test_suite=UNABSORBABLE_SUITE)
+    base = pytester.path / "b.json"
+    update = pytester.runpytest("--recompile-baseline-update", f"--recompile-baseline={base}")
+    assert update.ret == pytest.ExitCode.TESTS_FAILED
+    update.assert_outcomes(passed=4)
+    update.stdout.fnmatch_lines(
+        [f"baseline written to {base}", f"{PREFIX} 3 broken rules no baseline can absorb*"]
+    )
+    named = set(re.findall(r"^  (test_suite\.py::\w+): ", update.stdout.str(), re.MULTILINE))
+    gate = pytester.runpytest("--recompile-budget", f"--recompile-baseline={base}")
+    gate.assert_outcomes(passed=1, failed=3)
+    failed = set(re.findall(r"^FAILED (\S+)", gate.stdout.str(), re.MULTILINE))
+    assert (
+        named
+        == failed
+        == {
+            "test_suite.py::test_own_marker",
+            "test_suite.py::test_limit",
+            "test_suite.py::test_wrong_kind",
+        }
     )
 
 
@@ -417,3 +473,41 @@ def test_warm_refuses(recompiles):
     assert "During handling" not in out  # the gate's message alone, no chained traceback
     assert "def refuse" not in out
     assert "convert_frame.py" not in out
+
+
+@pytest.mark.parametrize(
+    ("args", "incomplete"),
+    [
+        ((), None),
+        (("-x",), "stopping after 1 failures"),
+        (("--maxfail=2",), "stopping after 2 failures"),
+        (("-x", "-n", "2"), "stopping after 1 failures"),
+    ],
+)
+def test_a_run_stopped_early_says_so_in_the_report(
+    run, pytester: pytest.Pytester, args: tuple[str, ...], incomplete: str | None
+) -> None:
+    run(
+        STEP
+        + """
+@pytest.mark.parametrize("n", range(4))
+def test_steps(n):
+    global step
+    step = n + 1
+    f(torch.ones(2))
+    step = 0
+    f(torch.ones(2))
+""",
+        "--collect-only",
+    )
+    result = pytester.runpytest_subprocess(
+        "--recompile-budget", "-p", "no:randomly", "--recompile-report=r.json", *args
+    )
+    report = load(pytester.path / "r.json")
+    assert report["incomplete"] == incomplete
+    assert report["complete"] is (incomplete is None)
+    if incomplete is not None:
+        result.stdout.fnmatch_lines([f"{INCOMPLETE}: {incomplete}"])
+        assert report["summary"]["gated_tests"] < 4
+    else:
+        assert INCOMPLETE not in result.stdout.str()

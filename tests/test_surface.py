@@ -5,7 +5,7 @@ from __future__ import annotations
 from glob import escape as esc
 
 import pytest
-from snippets import DOUBLE
+from snippets import DOUBLE, assert_marker_error
 
 from pytest_recompile.names import (
     EXPECT_GUARDS_FORM,
@@ -103,10 +103,27 @@ def test_no_torch_import_without_flag_ini_or_marker(pytester: pytest.Pytester) -
         ("allow_recompiles(3)", "takes no arguments"),
     ],
 )
-def test_bad_marker_is_a_usage_error_naming_the_test(run, marker: str, message: str) -> None:
+def test_bad_marker_is_a_collection_error_naming_the_test(run, marker: str, message: str) -> None:
     result = run(f"@pytest.mark.{marker}\ndef test_bad():\n    pass\n")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*{PREFIX}*test_it.py::test_bad*{message}*"])
+    assert_marker_error(result, f"{PREFIX}*test_it.py::test_bad*{message}*")
+
+
+def test_bad_marker_fails_collection_before_torch_is_imported(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        "import sys\n"
+        "def pytest_sessionfinish():\n"
+        "    print('torch imported:', 'torch' in sys.modules)\n"
+    )
+    pytester.makepyfile(
+        test_m="import pytest\n"
+        "@pytest.mark.max_recompiles(-1)\n"
+        "def test_bad():\n    pass\n"
+        "def test_ok():\n    pass\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-s", "--recompile-budget")
+    assert_marker_error(result, f"{PREFIX} @pytest.mark.max_recompiles on test_m.py::test_bad: *")
+    result.stdout.fnmatch_lines(["torch imported: False"])
+    assert "passed" not in result.stdout.str()  # nothing ran: the bar is red, not green
 
 
 @pytest.mark.parametrize("value", ["-1", "abc", "1.5"])

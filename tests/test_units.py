@@ -199,7 +199,7 @@ def test_limit_message_and_summary() -> None:
     lines = summary_lines([("t.py::b", better), ("t.py::a", failing)])
     assert lines == [
         "t.py::a: x; recompiles cost 1.50 s",
-        "t.py::b: 1 recompiles, below its baseline of 3: tighten it with "
+        "t.py::b: 1 recompile, below its baseline of 3: tighten it with "
         "--recompile-baseline-update",
         "2 gated tests, 8 recompiles; 1 broke the gate, 1 hit recompile_limit; "
         "recompiles cost 1.50 s",
