@@ -9,17 +9,19 @@ asked for, so a session without the gate never pays for it.
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import sys
 import warnings
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from datetime import datetime, timezone
 from typing import Any, NoReturn
 
 import pytest
 
 from . import __version__, _torch
-from .baseline import baseline_document, write_json_atomic
+from .baseline import baseline_document, write_json_atomic, write_text_atomic
+from .ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
 from .isolation import Ledger, Owner
 from .names import PREFIX
 from .report import (
@@ -31,6 +33,7 @@ from .report import (
     report_document,
     summarize_test,
     summary_lines,
+    totals_line,
 )
 from .settings import BUDGET_KEY, FIXTURES_KEY, TRACKER_KEY, Settings, assign_budgets
 from .tracker import (
@@ -276,6 +279,7 @@ class Gate:
             device=_torch.device_summary(),
             cudagraph_recordings=tracker.cudagraph_recordings,
             isolation=self.isolation,
+            stopped_at=tracker.stopped_at,
         )
 
     @property
@@ -392,6 +396,24 @@ def beyond_baseline(results: dict[str, TestSummary], settings: Settings) -> list
     ]
 
 
+def ci_root(config: pytest.Config) -> str:
+    """What CI paths are relative to: the checkout under GitHub Actions, else the rootdir."""
+    return os.environ.get("GITHUB_WORKSPACE") or str(config.rootpath)
+
+
+def append_step_summary(path: str, render: Callable[[int], str]) -> None:
+    """Append the Markdown to GitHub's job summary file, within what is left of its 1 MiB."""
+    try:
+        used = os.path.getsize(path)
+    except OSError:
+        used = 0
+    room = SUMMARY_LIMIT - used
+    if room < 1024:  # the step's summary is full: say nothing rather than break it
+        return
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(render(room))
+
+
 def stopped_early(session: pytest.Session, exitstatus: int, interrupt: str | None) -> str | None:
     """Why the run did not run every collected test (None: it did), for readers of the
     reports who must never take a partial run for a clean one."""
@@ -459,6 +481,12 @@ class Summary:
             if settings.report is not None:
                 write_json_atomic(settings.report, self.report_document(session.config))
                 self.written.append(f"report written to {settings.report}")
+            if settings.report_md is not None:
+                write_text_atomic(settings.report_md, self.markdown(session.config))
+                self.written.append(f"Markdown summary written to {settings.report_md}")
+            step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+            if settings.github and step_summary and self.results:
+                append_step_summary(step_summary, lambda room: self.markdown(session.config, room))
             if settings.baseline_update and settings.baseline is not None:
                 if exitstatus == pytest.ExitCode.OK:
                     data = {nodeid: data for nodeid, (_, data) in self.results.items()}
@@ -476,6 +504,13 @@ class Summary:
         except (OSError, TypeError, ValueError) as exc:
             self.errors.append(f"{PREFIX} could not write: {exc}")
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    def markdown(self, config: pytest.Config, limit: int = SUMMARY_LIMIT) -> str:
+        enforced = self.settings.mode != "report-only"
+        totals = totals_line([data for _, data in self.results.values()], enforced=enforced)
+        return markdown_summary(
+            self.results, totals, root=ci_root(config), incomplete=self.incomplete, limit=limit
+        )
 
     def report_document(self, config: pytest.Config) -> dict[str, Any]:
         settings = self.settings
@@ -512,3 +547,6 @@ class Summary:
             terminalreporter.write_line(line)
         for line in fixture_limit_lines(self.fixtures) + self.errors:
             terminalreporter.write_line(line, red=True, bold=True)
+        if self.settings.github:  # workflow commands: read by the runner from the step's output
+            for line in annotation_lines(self.results, ci_root(terminalreporter.config)):
+                terminalreporter.write_line(line)

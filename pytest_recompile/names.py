@@ -45,3 +45,4 @@ MARKER_LINES = (
 )
 
 MODES = ("fail-fast", "at-end", "report-only")
+GITHUB_MODES = ("auto", "on", "off")

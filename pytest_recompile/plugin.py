@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .markers import BudgetError
-from .names import MARKER_LINES, MARKERS, MODES, PREFIX
+from .names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PREFIX
 from .settings import (
     BARE_FLAG_HINT,
     SETTINGS_KEY,
@@ -86,6 +86,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write a JSON report of every gated test to PATH (schema: report.schema.json).",
     )
     parser.addini("recompile_report", "like --recompile-report (relative to rootdir)", default="")
+    group.addoption(
+        "--recompile-report-md",
+        default=None,
+        dest="recompile_report_md",
+        metavar="PATH",
+        help="write the run's recompile summary as Markdown to PATH (for CI systems and PR "
+        "bots; GitHub Actions gets it as the job summary).",
+    )
+    parser.addini(
+        "recompile_report_md", "like --recompile-report-md (relative to rootdir)", default=""
+    )
+    group.addoption(
+        "--recompile-github",
+        choices=GITHUB_MODES,
+        default=None,
+        dest="recompile_github",
+        help="GitHub Actions output: an error annotation at each offending function and "
+        "fail-fast call, and a Markdown job summary in $GITHUB_STEP_SUMMARY. auto (default): "
+        "on when GITHUB_ACTIONS=true.",
+    )
+    parser.addini("recompile_github", "like --recompile-github", default="auto")
     group.addoption(
         "--recompile-baseline",
         default=None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from types import TracebackType
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from .guards import GraphBreak, Reason, hint_for
 from .markers import Budget
@@ -227,6 +227,7 @@ class TestSummary(TypedDict):
     graph_breaks: list[dict[str, Any]]
     cudagraph_recordings: int
     cudagraph_rerecords: int
+    stopped_at: dict[str, Any] | None  # file, line, function of the call fail-fast stopped
 
 
 def summarize_test(
@@ -239,6 +240,7 @@ def summarize_test(
     device: str | None = None,
     cudagraph_recordings: list[str] | None = None,
     isolation: str = "entries",
+    stopped_at: Site | None = None,
 ) -> TestSummary:
     """One test's results (see :class:`TestSummary`)."""
     worst = max(records, key=lambda r: r.recompile_count, default=None)
@@ -268,6 +270,7 @@ def summarize_test(
         "graph_breaks": [b.to_dict() for b in graph_breaks],
         "cudagraph_recordings": len(cudagraph_recordings or []),
         "cudagraph_rerecords": rerecords(cudagraph_recordings or []),
+        "stopped_at": stopped_at._asdict() if stopped_at is not None else None,
     }
 
 
@@ -341,15 +344,7 @@ def summary_lines(
         )
     recompiled = [f for f in fixtures or () if f["recompiles"]]
     lines += sorted(fixture_line(f) for f in recompiled)
-    total = sum(data["recompiles"] for _, data in results)
-    limit = sum(1 for _, data in results if data["limit_hit"])
-    paid = sum(data["recompile_seconds"] for _, data in results)
-    lines.append(
-        f"{plural(len(results), 'gated test')}, {plural(total, 'recompile')}; "
-        f"{len(failing)} {'broke' if enforced else 'would have broken'} the gate, "
-        f"{limit} hit recompile_limit; "
-        f"recompiles cost {seconds_text(paid)}"
-    )
+    lines.append(totals_line([data for _, data in results], enforced=enforced))
     again = sum(data["again_seconds"] for _, data in results)
     if again >= 0.005:
         lines.append(
@@ -362,6 +357,20 @@ def summary_lines(
 
 
 INCOMPLETE = "incomplete run: these figures cover only the tests that ran; stopped by"
+
+
+def totals_line(results: list[TestSummary], *, enforced: bool = True) -> str:
+    """``12 gated tests, 9 recompiles; 2 broke the gate, 0 hit recompile_limit; ...``"""
+    total = sum(data["recompiles"] for data in results)
+    failing = sum(1 for data in results if data["violations"])
+    limit = sum(1 for data in results if data["limit_hit"])
+    paid = sum(data["recompile_seconds"] for data in results)
+    return (
+        f"{plural(len(results), 'gated test')}, {plural(total, 'recompile')}; "
+        f"{failing} {'broke' if enforced else 'would have broken'} the gate, "
+        f"{limit} hit recompile_limit; recompiles cost {seconds_text(paid)}"
+    )
+
 
 REPORT_SCHEMA = "pytest-recompile/report"
 REPORT_VERSION = 3
@@ -407,7 +416,18 @@ def report_document(
     }
 
 
-def call_site(tb: TracebackType | None, root: str | None = None) -> str | None:
+class Site(NamedTuple):
+    """Where a call was made: file (absolute), line, function."""
+
+    file: str
+    line: int
+    function: str
+
+    def describe(self, root: str | None = None) -> str:
+        return f"{location(self.file, self.line, root)} in {self.function}"
+
+
+def call_frame(tb: TracebackType | None, root: str | None = None) -> Site | None:
     """Where the call went over: the innermost frame of the project's own code (under
     ``root``, outside installed packages), else the innermost frame outside torch and this
     plugin (library code that called the model, a thread's ``run``)."""
@@ -415,10 +435,9 @@ def call_site(tb: TracebackType | None, root: str | None = None) -> str | None:
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
         if not any(part in filename for part in _INTERNAL):
-            site = f"{location(filename, tb.tb_lineno, root)} in {tb.tb_frame.f_code.co_name}"
-            other = site
+            other = Site(os.path.abspath(filename), tb.tb_lineno, tb.tb_frame.f_code.co_name)
             if _is_own(filename, root):
-                own = site
+                own = other
         tb = tb.tb_next
     return own or other
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .markers import BudgetError, Rule, budget_from_marks, parse_count_text
-from .names import MARKERS, MODES, PREFIX
+from .names import GITHUB_MODES, MARKERS, MODES, PREFIX
 
 if TYPE_CHECKING:
     from .markers import Budget
@@ -32,6 +32,8 @@ class Settings:
     keep_caches: bool = False
     fullgraph: str | None = None  # "--recompile-fullgraph" when every gated test gets fullgraph
     report: str | None = None  # where the JSON report goes
+    report_md: str | None = None  # where the Markdown summary goes
+    github: bool = False  # GitHub Actions annotations and job summary
     baseline: str | None = None  # the baseline file
     baseline_counts: dict[str, int] = field(default_factory=dict)  # nodeid -> recompiles
     baseline_update: bool = False  # write the baseline from this run instead of comparing
@@ -53,7 +55,13 @@ class Settings:
             fullgraph = "--recompile-fullgraph"
         elif config.getini("recompile_fullgraph"):
             fullgraph = "recompile_fullgraph (ini)"
-        settings = cls(default=default, mode=mode, keep_caches=keep, fullgraph=fullgraph)
+        settings = cls(
+            default=default,
+            mode=mode,
+            keep_caches=keep,
+            fullgraph=fullgraph,
+            github=_github(config),
+        )
         from .baseline import BaselineError
 
         try:
@@ -63,7 +71,7 @@ class Settings:
 
     @property
     def writes_files(self) -> bool:
-        return self.report is not None or self.baseline is not None
+        return self.report is not None or self.baseline is not None or self.report_md is not None
 
     def header(self) -> str:
         caches = (
@@ -94,20 +102,36 @@ def _default_budget(config: pytest.Config) -> Rule[int] | None:
     return Rule(value, f"recompile_budget={value} (ini)")
 
 
+def _github(config: pytest.Config) -> bool:
+    """--recompile-github / recompile_github: on, off, or auto (on under GitHub Actions)."""
+    value = config.getoption("recompile_github") or str(config.getini("recompile_github")).strip()
+    if value not in GITHUB_MODES:
+        raise pytest.UsageError(
+            f"{PREFIX} ini option recompile_github: expected one of {', '.join(GITHUB_MODES)}, "
+            f"got {value!r}"
+        )
+    if value == "auto":
+        return os.environ.get("GITHUB_ACTIONS") == "true"
+    return value == "on"
+
+
 def _with_files(config: pytest.Config, settings: Settings) -> Settings:
     """The report and baseline files: checked writable, the baseline read or to be written."""
     from dataclasses import replace
 
     report, report_from = _path_option(config, "report")
+    report_md, report_md_from = _path_option(config, "report_md")
     baseline, baseline_from = _path_option(config, "baseline")
     update = bool(config.getoption("recompile_baseline_update"))
-    if report is None and baseline is None and not update:
+    if report is None and report_md is None and baseline is None and not update:
         return settings
     from .baseline import BaselineError, check_writable, read_baseline
 
     if report is not None:
         check_writable(report, f"{PREFIX} {report_from}")
-    settings = replace(settings, report=report, baseline=baseline)
+    if report_md is not None:
+        check_writable(report_md, f"{PREFIX} {report_md_from}")
+    settings = replace(settings, report=report, report_md=report_md, baseline=baseline)
     if not update:
         if baseline is None:
             return settings
@@ -128,7 +152,7 @@ def _path_option(config: pytest.Config, name: str) -> tuple[str | None, str]:
     """A path from --recompile-NAME or, failing that, the ini option recompile_NAME."""
     value = config.getoption(f"recompile_{name}")
     if value:
-        return str(value), f"--recompile-{name}={value}"
+        return str(value), f"--recompile-{name.replace('_', '-')}={value}"
     ini = str(config.getini(f"recompile_{name}") or "").strip()
     if ini:
         return os.path.join(str(config.rootpath), ini), f"ini option recompile_{name}={ini}"

@@ -31,12 +31,14 @@ from .guards import (
 )
 from .markers import Budget, Rule, check_count
 from .names import MODES
-from .report import call_site, failure_message, warm_message
+from .report import Site, call_frame, failure_message, warm_message
 from .verdict import FunctionRecord, Recompile, Violation, judge, unknown_functions
 
 
 class RecompileGateError(AssertionError):
     """Base class of the failures the gate raises."""
+
+    site: Site | None = None  # where the call was made, once known
 
 
 class CompiledWhileWarm(RecompileGateError):
@@ -129,6 +131,7 @@ class RecompileTracker:
         self._rearm: Callable[[], None] = lambda: None
         self._paused: int | None = None  # CUDA-graph recordings when paused
         self.judged = 0  # violations the pytest gate has already reported
+        self.stopped_at: Site | None = None  # the call the gate stopped, in a pytest test
         self.active = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -429,6 +432,7 @@ class RecompileTracker:
         """
         if isinstance(exc, RecompileGateError):
             self.judged = len(self.violations())
+            self.stopped_at = exc.site or call_frame(exc.__traceback__, root)
             return Outcome(fail=stopped_message(exc, root))
         broke = self.note_exception(exc) if exc is not None else None
         found = self.violations()
@@ -474,12 +478,14 @@ def warm() -> Iterator[None]:
     except CompiledWhileWarm as exc:
         if not refused:
             raise
-        site = call_site(exc.__traceback__)
+        site = call_frame(exc.__traceback__)
     finally:
         remove()
     if refused:  # raised afresh: torch's frames between the call and the hook are no help
-        at = f"\n  stopped at {site}, before compiling" if site else ""
-        raise CompiledWhileWarm(refused[-1] + at) from None
+        at = f"\n  stopped at {site.describe()}, before compiling" if site else ""
+        error = CompiledWhileWarm(refused[-1] + at)
+        error.site = site
+        raise error from None
 
 
 def stopped_message(stopped: RecompileGateError, root: str | None = None) -> str:
@@ -487,9 +493,10 @@ def stopped_message(stopped: RecompileGateError, root: str | None = None) -> str
     block's message says it already)."""
     if not isinstance(stopped, RecompileBudgetExceeded):
         return str(stopped)
+    site = call_frame(stopped.__traceback__, root)
     return failure_message(
         stopped.records,
         stopped.violations,
         stopped=stopped.stopped,
-        site=call_site(stopped.__traceback__, root),
+        site=site.describe(root) if site is not None else None,
     )

@@ -1,0 +1,298 @@
+"""Outputs for CI (pure: the run's results in, text out): the Markdown summary (GitHub's job
+summary, ``--recompile-report-md``) and GitHub Actions error annotations.
+
+Both read the JSON-ready per-test results the controller collected from the reports, so they
+are the same under pytest-xdist; only the controller writes them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from .guards import hint_for
+from .report import INCOMPLETE, TestSummary, plural
+
+# GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
+# per step (docs.github.com: "Adding a job summary").
+MAX_ANNOTATIONS = 10
+SUMMARY_LIMIT = 1024 * 1024
+TOP_FUNCTIONS = 10
+TITLE = "torch.compile recompile gate"
+
+Results = Mapping[str, tuple[str, TestSummary]]  # nodeid -> (outcome, summary)
+
+
+# -- Markdown -------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    """Text for a table cell: one line, ``|`` escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """Inline code for a cell, unless the text holds a backtick (then plain)."""
+    text = _cell(text)
+    return f"`{text}`" if "`" not in text else text
+
+
+def _first_guard(fn: Mapping[str, Any]) -> str:
+    for recompile in fn["recompiles"]:
+        for reason in recompile["reasons"][:1]:
+            return f"{_label(reason)}: {reason['text']}"
+    return ""
+
+
+def _label(reason: Mapping[str, Any]) -> str:
+    return f"{reason['kind']}({reason['detail']})" if reason["detail"] else str(reason["kind"])
+
+
+def _kinds(fn: Mapping[str, Any]) -> str:
+    labels = [_label(r["reasons"][0]) for r in fn["recompiles"] if r["reasons"]]
+    return ", ".join(dict.fromkeys(labels))
+
+
+def _offenders(data: TestSummary) -> list[dict[str, Any]]:
+    """The test's functions that recompiled or hit recompile_limit, worst first."""
+    bad = [fn for fn in data["functions"] if fn["recompiles"] or fn["recompile_limit"]]
+    return sorted(bad, key=lambda fn: (not fn["recompile_limit"], -len(fn["recompiles"])))
+
+
+def relative(path: str, root: str) -> str:
+    """``path`` relative to ``root`` when inside it (annotations need repository paths)."""
+    rel = os.path.relpath(path, root) if os.path.isabs(path) else path
+    return path if rel.startswith("..") else rel.replace(os.sep, "/")
+
+
+def _budget_text(data: TestSummary) -> str:
+    return "—" if data["budget"] is None else str(data["budget"])
+
+
+def _broken_rows(results: Results, root: str) -> list[str]:
+    rows = []
+    for nodeid, (_, data) in sorted(results.items()):
+        if not data["violations"]:
+            continue
+        offenders = _offenders(data)
+        for fn in offenders:
+            limit = " (hit recompile_limit)" if fn["recompile_limit"] else ""
+            rows.append(
+                f"| {_code(nodeid)} | {_code(fn['qualname'])} "
+                f"{_code(relative(fn['file'], root) + ':' + str(fn['line']))} | "
+                f"{len(fn['recompiles'])} / {_budget_text(data)}{limit} | {_cell(_kinds(fn))} | "
+                f"{_code(_first_guard(fn))} | {fn['recompile_seconds']:.2f} |"
+            )
+        if not offenders:  # graph breaks, CUDA-graph re-records: no function to name
+            for v in data["violations"]:
+                rows.append(
+                    f"| {_code(nodeid)} | — | {data['recompiles']} / {_budget_text(data)} | "
+                    f"{_cell(v['kind'])} | {_cell(v['message'])} | "
+                    f"{data['recompile_seconds']:.2f} |"
+                )
+    return rows
+
+
+def _function_rows(results: Results, root: str) -> list[str]:
+    """Functions by the seconds their recompiles cost, over all gated tests."""
+    totals: dict[tuple[str, str, int], list[float]] = {}
+    for _, data in results.values():
+        for fn in data["functions"]:
+            if fn["recompiles"]:
+                key = (fn["qualname"], fn["file"], fn["line"])
+                seconds, count, tests = totals.get(key, [0.0, 0, 0])
+                totals[key] = [
+                    seconds + fn["recompile_seconds"],
+                    count + len(fn["recompiles"]),
+                    tests + 1,
+                ]
+    ranked = sorted(totals.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+    return [
+        f"| {_code(name)} | {_code(relative(file, root) + ':' + str(line))} | {int(count)} | "
+        f"{int(tests)} | {seconds:.2f} |"
+        for (name, file, line), (seconds, count, tests) in ranked[:TOP_FUNCTIONS]
+    ]
+
+
+def _tighten_rows(results: Results) -> list[str]:
+    return [
+        f"- {_code(nodeid)}: {plural(data['recompiles'], 'recompile')}, baseline {data['baseline']}"
+        for nodeid, (_, data) in sorted(results.items())
+        if data["baseline"] is not None and data["recompiles"] < data["baseline"]
+    ]
+
+
+def markdown_summary(
+    results: Results,
+    totals: str,
+    *,
+    root: str,
+    incomplete: str | None = None,
+    limit: int = SUMMARY_LIMIT,
+) -> str:
+    """The run as Markdown: totals, the tests that broke the gate, the costliest functions,
+    the baseline entries to tighten. At most ``limit`` bytes (UTF-8): rows past it are left
+    out, with a line saying how many."""
+    head = [f"## {TITLE}", "", f"**{totals}**", ""]
+    if incomplete is not None:
+        head += [f"> **Warning:** {INCOMPLETE}: {incomplete}.", ""]
+    sections = [
+        (
+            "### Tests that broke the gate",
+            "| Test | Function | Recompiles / budget | Kinds | First guard | Recompile s |\n"
+            "|---|---|--:|---|---|--:|",
+            _broken_rows(results, root),
+        ),
+        (
+            "### Functions by recompile time",
+            "| Function | Defined at | Recompiles | Tests | Recompile s |\n|---|---|--:|--:|--:|",
+            _function_rows(results, root),
+        ),
+        (
+            "### Below their baseline: tighten with `--recompile-baseline-update`",
+            "",
+            _tighten_rows(results),
+        ),
+    ]
+    return _fit([*head], sections, limit)
+
+
+def _fit(head: list[str], sections: list[tuple[str, str, list[str]]], limit: int) -> str:
+    """Join head and sections, leaving out the last rows that do not fit in ``limit``."""
+    total_rows = sum(len(rows) for _, _, rows in sections)
+    # Room for the line that says what was left out, whatever its number.
+    room = limit - len("\n".join(head).encode()) - 200
+    out = list(head)
+    shown = 0
+    for title, table_head, rows in sections:
+        if not rows:
+            continue
+        block = [title, ""] + ([table_head] if table_head else [])
+        cost = len("\n".join(block).encode()) + 2
+        if cost > room:
+            break
+        room -= cost
+        out += block
+        for row in rows:
+            size = len(row.encode()) + 1
+            if size > room:
+                break
+            room -= size
+            out.append(row)
+            shown += 1
+        out.append("")
+    left = total_rows - shown
+    if left:
+        out.append(
+            f"_{plural(left, 'row')} left out to stay under GitHub's job-summary limit; "
+            "the JSON report (`--recompile-report`) has every test._"
+        )
+        out.append("")
+    return "\n".join(out)
+
+
+# -- GitHub Actions annotations -------------------------------------------------------------
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message: ``%``, CR and LF escaped."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value: as data, and ``:`` and ``,`` too."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+class Annotation(NamedTuple):
+    file: str
+    line: int
+    title: str
+    message: str
+    rank: tuple[int, int, float]  # worst first: limit hit, recompiles, seconds
+
+    def command(self) -> str:
+        return (
+            f"::error file={escape_property(self.file)},line={self.line},"
+            f"title={escape_property(self.title)}::{escape_data(self.message)}"
+        )
+
+
+def _function_annotation(
+    nodeid: str, data: TestSummary, fn: Mapping[str, Any], root: str
+) -> Annotation:
+    count = len(fn["recompiles"])
+    title = (
+        f"{nodeid}: {plural(count, 'recompile')} of {fn['qualname']}, budget {_budget_text(data)}"
+    )
+    lines = []
+    fixes: dict[str, None] = {}
+    for index, recompile in enumerate(fn["recompiles"], 1):
+        reason = recompile["reasons"][0] if recompile["reasons"] else None
+        if reason is None:
+            lines.append(f"recompile {index}: torch gave no reason")
+            continue
+        lines.append(f"recompile {index} {_label(reason)}: {reason['text']}")
+        hint = hint_for(reason["kind"], reason["detail"], reason["source"], reason["text"])
+        fixes[f"fix {_label(reason)}: {hint}"] = None
+    if fn["recompile_limit"]:
+        title += f"; hit {fn['recompile_limit']}: runs uncompiled"
+        lines.append(f"hit {fn['recompile_limit']}: torch fell back to eager for this function")
+    return Annotation(
+        relative(fn["file"], root),
+        fn["line"],
+        title,
+        "\n".join(lines + list(fixes)),
+        (1 if fn["recompile_limit"] else 0, count, fn["recompile_seconds"]),
+    )
+
+
+def _annotations(results: Results, root: str) -> list[Annotation]:
+    found = []
+    for nodeid, (_, data) in sorted(results.items()):
+        if not data["violations"]:
+            continue
+        offenders = _offenders(data)
+        found += [_function_annotation(nodeid, data, fn, root) for fn in offenders]
+        worst = max((len(fn["recompiles"]) for fn in offenders), default=0)
+        stopped = data["stopped_at"]
+        if stopped is not None:
+            found.append(
+                Annotation(
+                    relative(stopped["file"], root),
+                    stopped["line"],
+                    f"{nodeid}: fail-fast stopped this call before it recompiled",
+                    "\n".join(v["message"] for v in data["violations"]),
+                    (0, worst, data["recompile_seconds"]),
+                )
+            )
+        if not offenders:
+            for brk in data["graph_breaks"][:1]:
+                found.append(
+                    Annotation(
+                        relative(brk["file"], root),
+                        brk["line"],
+                        f"{nodeid}: graph break in {brk['function']}",
+                        "\n".join([v["message"] for v in data["violations"]] + [brk["reason"]]),
+                        (0, 0, 0.0),
+                    )
+                )
+    return sorted(found, key=lambda a: (-a.rank[0], -a.rank[1], -a.rank[2], a.file, a.line))
+
+
+def annotation_lines(results: Results, root: str, limit: int = MAX_ANNOTATIONS) -> list[str]:
+    """``::error`` workflow commands, worst offenders first, at most ``limit``; then a
+    ``::notice`` saying how many more the job summary holds."""
+    found = _annotations(results, root)
+    lines = [a.command() for a in found[:limit]]
+    if len(found) > limit:
+        more = len(found) - limit
+        lines.append(
+            f"::notice title={escape_property(TITLE)}::"
+            + escape_data(
+                f"{plural(more, 'more recompile annotation')} not shown (GitHub shows about "
+                f"{limit} per step): the job summary lists every test that broke the gate."
+            )
+        )
+    return lines
