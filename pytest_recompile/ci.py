@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .guards import hint_for
-from .report import INCOMPLETE, TestSummary, plural
+from .report import INCOMPLETE, TestSummary, plural, this_call
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
 # per step (docs.github.com: "Adding a job summary").
@@ -41,8 +41,13 @@ def _code(text: str) -> str:
 def _first_guard(fn: Mapping[str, Any]) -> str:
     for recompile in fn["recompiles"]:
         for reason in recompile["reasons"][:1]:
-            return f"{_label(reason)}: {reason['text']}"
+            return _guard(reason)
     return ""
+
+
+def _guard(reason: Mapping[str, Any]) -> str:
+    """``KIND: guard (this call: value)``."""
+    return f"{_label(reason)}: {reason['text']}{this_call(reason['kind'], reason['actual'])}"
 
 
 def _label(reason: Mapping[str, Any]) -> str:
@@ -233,7 +238,7 @@ def _function_annotation(
         if reason is None:
             lines.append(f"recompile {index}: torch gave no reason")
             continue
-        lines.append(f"recompile {index} {_label(reason)}: {reason['text']}")
+        lines.append(f"recompile {index} {_guard(reason)}")
         hint = hint_for(reason["kind"], reason["detail"], reason["source"], reason["text"])
         fixes[f"fix {_label(reason)}: {hint}"] = None
     if fn["recompile_limit"]:

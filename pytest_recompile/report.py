@@ -107,6 +107,11 @@ def _worst_text(v: Violation) -> str:
     )
 
 
+def this_call(kind: str, actual: str | None) -> str:
+    """`` (this call: 1)``: the value a call passed where an ``==`` guard expected another."""
+    return f" (this call: {actual})" if kind == "EQUALS_MATCH" and actual else ""
+
+
 def recompile_line(index: int, recompile: Recompile) -> list[str]:
     entry = f" [{recompile.compile_id}]"
     resume = " (graph-break resume frame)" if recompile.resume else ""
@@ -114,9 +119,7 @@ def recompile_line(index: int, recompile: Recompile) -> list[str]:
     if not recompile.reasons:
         return [f"    recompile {index}{entry}{resume}: (torch gave no reason){tail}"]
     first, *others = recompile.reasons
-    actual = (
-        f" (this call: {first.actual})" if first.kind == "EQUALS_MATCH" and first.actual else ""
-    )
+    actual = this_call(first.kind, first.actual)
     lines = [f"    recompile {index}{entry}{resume} {first.label}: {first.text}{actual}{tail}"]
     if others:
         older = others[0]

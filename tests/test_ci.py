@@ -76,7 +76,7 @@ def test_annotations_and_job_summary_under_github_actions(
     f_line = [a for a in found if "recompile of f%2C budget 0" in a]
     assert f_line == [
         "::error file=test_suite.py,line=7,title=test_suite.py%3A%3Atest_step_counter%3A "
-        "1 recompile of f%2C budget 0::recompile 1 EQUALS_MATCH: G['step'] == 0%0A"
+        "1 recompile of f%2C budget 0::recompile 1 EQUALS_MATCH: G['step'] == 0 (this call: 1)%0A"
         "fix EQUALS_MATCH: a Python value is baked into the graph as a constant: pass it as a "
         "tensor (torch.tensor(value)) so it is data, not code"
     ]
@@ -90,7 +90,7 @@ def test_annotations_and_job_summary_under_github_actions(
     )
     assert (
         "| `test_suite.py::test_step_counter` | `f` `test_suite.py:7` | 1 / 0 | EQUALS_MATCH | "
-        "`EQUALS_MATCH: G['step'] == 0` | 0.00 |"
+        "`EQUALS_MATCH: G['step'] == 0 (this call: 1)` | 0.00 |"
     ) in text
     assert "| `test_suite.py::test_shapes` | `double` `test_suite.py:11` | 2 / 1 |" in text
     assert "### Functions by recompile time" in text
