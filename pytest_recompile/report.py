@@ -15,7 +15,7 @@ from .verdict import FunctionRecord, Recompile, Violation, rerecords
 STOPPED = "stopped here, before compiling"
 EAGER_FALLBACK = "fell back to eager"
 LIMIT_FIX = (
-    "torch now runs it uncompiled, silently; remove the cause of the recompiles below, or "
+    "torch now runs it uncompiled, silently; remove the cause of its recompiles, or "
     "raise torch._dynamo.config.recompile_limit if they are expected"
 )
 

@@ -37,7 +37,13 @@ def test_example_catches_the_step_counter_and_passes_the_fix(pytester: pytest.Py
     unguarded.assert_outcomes(passed=2)  # without the gate the bug goes unnoticed
 
 
-def test_the_ci_workflow_command_works_as_written(pytester: pytest.Pytester) -> None:
+def test_the_ci_workflow_command_works_as_written(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As on GitHub Actions: annotations, and the job summary appended to the step's file.
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "step_summary.md"))
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))
     workflow = (EXAMPLES / "github-actions.yml").read_text()
     (command,) = [
         line.split("run:", 1)[1].split() for line in workflow.splitlines() if "run: pytest" in line
@@ -46,6 +52,17 @@ def test_the_ci_workflow_command_works_as_written(pytester: pytest.Pytester) -> 
     shutil.copytree(EXAMPLES, pytester.path / "examples")
     result = pytester.runpytest_subprocess(*command[1:], "examples", "-p", "no:randomly")
     result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(["*2 workers*", "report written to recompiles.json"])
+    result.stdout.fnmatch_lines(
+        [
+            "*2 workers*",
+            "report written to recompiles.json",
+            "Markdown summary written to recompiles.md",
+            "::error file=examples/tinytrainer/train.py,line=30,title=*warmup_loss*",
+            "::error file=examples/tinytrainer/train.py,line=59,title=*fail-fast stopped*",
+        ]
+    )
     report = json.loads((pytester.path / "recompiles.json").read_text())
     assert report["summary"]["broke_the_gate"] == 1
+    markdown = (pytester.path / "recompiles.md").read_text()
+    assert (pytester.path / "step_summary.md").read_text() == markdown
+    assert "| `examples/test_tinytrainer.py::test_train_with_python_step_counter` |" in markdown
