@@ -140,8 +140,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(MarkerScan(settings), "recompile-scan")
     worker = hasattr(config, "workerinput")
     xdist_controller = not worker and getattr(config.option, "dist", "no") != "no"
-    if xdist_controller or settings.writes_files:
-        register_summary(config, settings)
+    if not worker and (xdist_controller or settings.writes_files):
+        register_summary(config, settings)  # xdist workers never write files
 
 
 def register_gate(config: pytest.Config, settings: Settings) -> None:

@@ -97,9 +97,18 @@ def test_annotations_and_job_summary_under_github_actions(
     assert INCOMPLETE not in text
 
 
-def test_xdist_controller_alone_writes_them(run, pytester: pytest.Pytester, github: Path) -> None:
-    pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess("--recompile-budget", "-p", "no:randomly", "-n", "2")
+@pytest.mark.parametrize("gate", [("--recompile-budget",), ()], ids=["flag", "markers-only"])
+def test_xdist_controller_alone_writes_them(
+    run, pytester: pytest.Pytester, github: Path, gate: tuple[str, ...]
+) -> None:
+    pytester.makepyfile(
+        test_suite=SUITE.replace(
+            "def test_step_counter", "@pytest.mark.max_recompiles(0)\ndef test_step_counter"
+        )
+    )
+    result = pytester.runpytest_subprocess(
+        *gate, "-p", "no:randomly", "-n", "2", "--recompile-report-md=r.md"
+    )
     result.assert_outcomes(passed=1, failed=2)
     assert len(annotations(result)) == 4  # as serial: not once per worker
     assert github.read_text().count(f"## {TITLE}") == 1
