@@ -342,10 +342,14 @@ def _equals_values(reasons: tuple[str, ...], user_frame: Any) -> dict[str, str]:
             continue
         source = normalise_scope(match.group("source"))
         found = _read_source(match.group("source"), user_frame)
-        if found is not _MISSING:
+        if type(found) in _PLAIN:  # a repr that runs no user code
             text = repr(found)
             values[source] = text if len(text) <= 80 else text[:77] + "..."
     return values
+
+
+# Values EQUALS_MATCH guards compare that have a builtin repr.
+_PLAIN = (int, float, bool, str, bytes, complex, type(None))
 
 
 _MISSING = object()
@@ -373,8 +377,11 @@ def _evaluate(node: ast.AST, scope: dict[str, Any], user_frame: Any) -> Any:
         return _MISSING
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
         base = _evaluate(node.value, scope, user_frame)
-        if isinstance(base, (dict, list, tuple)) or type(base).__name__ == "FrameLocalsProxy":
-            return base[node.slice.value]
+        key = node.slice.value
+        if type(base) is dict:  # exactly: a defaultdict would insert the key, a subclass run code
+            return dict.get(base, key, _MISSING)
+        if type(base) in (list, tuple) or type(base).__name__ == "FrameLocalsProxy":
+            return base[key]
         return _MISSING
     if isinstance(node, ast.Attribute):
         base = _evaluate(node.value, scope, user_frame)

@@ -101,7 +101,7 @@ def write_text_atomic(path: str, text: str) -> None:
     os.makedirs(directory, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=".recompile-", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
@@ -119,9 +119,22 @@ def _new_file_mode(path: str) -> int:
         return stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
         pass
-    mask = os.umask(0)  # reading the umask means setting it: put it back at once
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask: from /proc where Linux gives it, else by setting and restoring
+    it (the only portable way, briefly process-wide)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0)
     os.umask(mask)
-    return 0o666 & ~mask
+    return mask
 
 
 def check_writable(path: str, where: str) -> None:
@@ -132,7 +145,10 @@ def check_writable(path: str, where: str) -> None:
         raise BaselineError(f"{where}: {path} is a directory; give a file path")
     directory = os.path.dirname(os.path.abspath(path))
     while not os.path.exists(directory):
-        directory = os.path.dirname(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:  # a drive or share that does not exist
+            raise BaselineError(f"{where}: cannot create a directory for {path}: no such drive")
+        directory = parent
     if not os.path.isdir(directory):
         raise BaselineError(f"{where}: cannot create a directory for {path}: {directory} is a file")
     if not os.access(directory, os.W_OK):

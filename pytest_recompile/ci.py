@@ -7,12 +7,12 @@ are the same under pytest-xdist; only the controller writes them.
 
 from __future__ import annotations
 
-import os
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .guards import hint_for
-from .report import INCOMPLETE, TestSummary, plural, this_call
+from .guards import hint_for, label_for
+from .report import INCOMPLETE, TestSummary, plural, relative, this_call
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
 # per step (docs.github.com: "Adding a job summary").
@@ -27,15 +27,24 @@ Results = Mapping[str, tuple[str, TestSummary]]  # nodeid -> (outcome, summary)
 # -- Markdown -------------------------------------------------------------------------------
 
 
-def _cell(text: str) -> str:
-    """Text for a table cell: one line, ``|`` escaped."""
+def _one_line(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+def _cell(text: str) -> str:
+    """Text for a table cell: one line, ``|`` escaped, ``<`` too (GitHub drops what looks
+    like an HTML tag, such as ``<locals>``); ``—`` when empty."""
+    return _one_line(text).replace("<", "&lt;") or "—"
+
+
 def _code(text: str) -> str:
-    """Inline code for a cell, unless the text holds a backtick (then plain)."""
-    text = _cell(text)
-    return f"`{text}`" if "`" not in text else text
+    """Inline code for a cell, fenced by more backticks than the text holds in a row;
+    ``—`` when empty."""
+    text = _one_line(text)
+    if not text:
+        return "—"
+    run = max((len(found) for found in re.findall("`+", text)), default=0)
+    return f"{'`' * (run + 1)} {text} {'`' * (run + 1)}" if run else f"`{text}`"
 
 
 def _first_guard(fn: Mapping[str, Any]) -> str:
@@ -51,7 +60,7 @@ def _guard(reason: Mapping[str, Any]) -> str:
 
 
 def _label(reason: Mapping[str, Any]) -> str:
-    return f"{reason['kind']}({reason['detail']})" if reason["detail"] else str(reason["kind"])
+    return label_for(reason["kind"], reason["detail"])
 
 
 def _kinds(fn: Mapping[str, Any]) -> str:
@@ -65,14 +74,8 @@ def _offenders(data: TestSummary) -> list[dict[str, Any]]:
     return sorted(bad, key=lambda fn: (not fn["recompile_limit"], -len(fn["recompiles"])))
 
 
-def relative(path: str, root: str) -> str:
-    """``path`` relative to ``root`` when inside it (annotations need repository paths)."""
-    rel = os.path.relpath(path, root) if os.path.isabs(path) else path
-    return path if rel.startswith("..") else rel.replace(os.sep, "/")
-
-
-def _budget_text(data: TestSummary) -> str:
-    return "—" if data["budget"] is None else str(data["budget"])
+def _rules(data: TestSummary) -> str:
+    return data["rules"] or "none"
 
 
 def _broken_rows(results: Results, root: str) -> list[str]:
@@ -86,13 +89,14 @@ def _broken_rows(results: Results, root: str) -> list[str]:
             rows.append(
                 f"| {_code(nodeid)} | {_code(fn['qualname'])} "
                 f"{_code(relative(fn['file'], root) + ':' + str(fn['line']))} | "
-                f"{len(fn['recompiles'])} / {_budget_text(data)}{limit} | {_cell(_kinds(fn))} | "
-                f"{_code(_first_guard(fn))} | {fn['recompile_seconds']:.2f} |"
+                f"{len(fn['recompiles'])}{limit} | {_cell(_rules(data))} | "
+                f"{_cell(_kinds(fn))} | {_code(_first_guard(fn))} | "
+                f"{fn['recompile_seconds']:.2f} |"
             )
-        if not offenders:  # graph breaks, CUDA-graph re-records: no function to name
+        if not offenders:  # a warm block, graph breaks, CUDA-graph re-records: no function
             for v in data["violations"]:
                 rows.append(
-                    f"| {_code(nodeid)} | — | {data['recompiles']} / {_budget_text(data)} | "
+                    f"| {_code(nodeid)} | — | {data['recompiles']} | {_cell(_rules(data))} | "
                     f"{_cell(v['kind'])} | {_cell(v['message'])} | "
                     f"{data['recompile_seconds']:.2f} |"
                 )
@@ -135,18 +139,21 @@ def markdown_summary(
     root: str,
     incomplete: str | None = None,
     limit: int = SUMMARY_LIMIT,
+    enforced: bool = True,
 ) -> str:
     """The run as Markdown: totals, the tests that broke the gate, the costliest functions,
     the baseline entries to tighten. At most ``limit`` bytes (UTF-8): rows past it are left
-    out, with a line saying how many."""
-    head = [f"## {TITLE}", "", f"**{totals}**", ""]
+    out, with a line saying how many. ``enforced=False`` (report-only): tests "would have
+    broken" the gate."""
+    head = [f"## {TITLE}", "", f"**{_cell(totals)}**", ""]
     if incomplete is not None:
-        head += [f"> **Warning:** {INCOMPLETE}: {incomplete}.", ""]
+        head += [f"> **Warning:** {INCOMPLETE}: {_cell(incomplete[:300])}.", ""]
+    broke = "broke" if enforced else "would have broken"
     sections = [
         (
-            "### Tests that broke the gate",
-            "| Test | Function | Recompiles / budget | Kinds | First guard | Recompile s |\n"
-            "|---|---|--:|---|---|--:|",
+            f"### Tests that {broke} the gate",
+            "| Test | Function | Recompiles | Rules | Kinds | First guard | Recompile s |\n"
+            "|---|---|--:|---|---|---|--:|",
             _broken_rows(results, root),
         ),
         (
@@ -160,7 +167,10 @@ def markdown_summary(
             _tighten_rows(results),
         ),
     ]
-    return _fit([*head], sections, limit)
+    text = _fit([*head], sections, limit)
+    if len(text.encode()) > limit:  # only a head longer than the limit itself gets here
+        text = text.encode()[:limit].decode("utf-8", errors="ignore")
+    return text
 
 
 def _fit(head: list[str], sections: list[tuple[str, str, list[str]]], limit: int) -> str:
@@ -217,9 +227,9 @@ class Annotation(NamedTuple):
     message: str
     rank: tuple[int, int, float]  # worst first: limit hit, recompiles, seconds
 
-    def command(self) -> str:
+    def command(self, level: str = "error") -> str:
         return (
-            f"::error file={escape_property(self.file)},line={self.line},"
+            f"::{level} file={escape_property(self.file)},line={self.line},"
             f"title={escape_property(self.title)}::{escape_data(self.message)}"
         )
 
@@ -228,9 +238,7 @@ def _function_annotation(
     nodeid: str, data: TestSummary, fn: Mapping[str, Any], root: str
 ) -> Annotation:
     count = len(fn["recompiles"])
-    title = (
-        f"{nodeid}: {plural(count, 'recompile')} of {fn['qualname']}, budget {_budget_text(data)}"
-    )
+    title = f"{nodeid}: {plural(count, 'recompile')} of {fn['qualname']}; budget {_rules(data)}"
     lines = []
     fixes: dict[str, None] = {}
     for index, recompile in enumerate(fn["recompiles"], 1):
@@ -267,7 +275,7 @@ def _annotations(results: Results, root: str) -> list[Annotation]:
                 Annotation(
                     relative(stopped["file"], root),
                     stopped["line"],
-                    f"{nodeid}: fail-fast stopped this call before it recompiled",
+                    f"{nodeid}: the gate stopped this call before it compiled",
                     "\n".join(v["message"] for v in data["violations"]),
                     (0, worst, data["recompile_seconds"]),
                 )
@@ -286,18 +294,21 @@ def _annotations(results: Results, root: str) -> list[Annotation]:
     return sorted(found, key=lambda a: (-a.rank[0], -a.rank[1], -a.rank[2], a.file, a.line))
 
 
-def annotation_lines(results: Results, root: str, limit: int = MAX_ANNOTATIONS) -> list[str]:
-    """``::error`` workflow commands, worst offenders first, at most ``limit``; then a
-    ``::notice`` saying how many more the job summary holds."""
+def annotation_lines(
+    results: Results, root: str, limit: int = MAX_ANNOTATIONS, *, enforced: bool = True
+) -> list[str]:
+    """``::error`` workflow commands (``::warning`` when not ``enforced``: report-only), worst
+    offenders first, at most ``limit``; then a ``::notice`` saying how many more the job
+    summary holds."""
     found = _annotations(results, root)
-    lines = [a.command() for a in found[:limit]]
+    lines = [a.command("error" if enforced else "warning") for a in found[:limit]]
     if len(found) > limit:
         more = len(found) - limit
         lines.append(
             f"::notice title={escape_property(TITLE)}::"
             + escape_data(
                 f"{plural(more, 'more recompile annotation')} not shown (GitHub shows about "
-                f"{limit} per step): the job summary lists every test that broke the gate."
+                f"{limit} per step): the job summary lists every test the gate reported."
             )
         )
     return lines

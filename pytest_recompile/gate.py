@@ -280,6 +280,7 @@ class Gate:
             cudagraph_recordings=tracker.cudagraph_recordings,
             isolation=self.isolation,
             stopped_at=tracker.stopped_at,
+            refused=tracker.refused,
         )
 
     @property
@@ -410,7 +411,7 @@ def append_step_summary(path: str, render: Callable[[int], str]) -> None:
     room = SUMMARY_LIMIT - used
     if room < 1024:  # the step's summary is full: say nothing rather than break it
         return
-    with open(path, "a", encoding="utf-8") as out:
+    with open(path, "a", encoding="utf-8", newline="\n") as out:
         out.write(render(room))
 
 
@@ -484,9 +485,6 @@ class Summary:
             if settings.report_md is not None:
                 write_text_atomic(settings.report_md, self.markdown(session.config))
                 self.written.append(f"Markdown summary written to {settings.report_md}")
-            step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-            if settings.github and step_summary and self.results:
-                append_step_summary(step_summary, lambda room: self.markdown(session.config, room))
             if settings.baseline_update and settings.baseline is not None:
                 if exitstatus == pytest.ExitCode.OK:
                     data = {nodeid: data for nodeid, (_, data) in self.results.items()}
@@ -504,12 +502,23 @@ class Summary:
         except (OSError, TypeError, ValueError) as exc:
             self.errors.append(f"{PREFIX} could not write: {exc}")
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if settings.github and step_summary and self.results:
+            try:  # a courtesy to the reader: never what decides the run
+                append_step_summary(step_summary, lambda room: self.markdown(session.config, room))
+            except OSError as exc:
+                self.written.append(f"{PREFIX} could not append the job summary: {exc}")
 
     def markdown(self, config: pytest.Config, limit: int = SUMMARY_LIMIT) -> str:
         enforced = self.settings.mode != "report-only"
         totals = totals_line([data for _, data in self.results.values()], enforced=enforced)
         return markdown_summary(
-            self.results, totals, root=ci_root(config), incomplete=self.incomplete, limit=limit
+            self.results,
+            totals,
+            root=ci_root(config),
+            incomplete=self.incomplete,
+            limit=limit,
+            enforced=enforced,
         )
 
     def report_document(self, config: pytest.Config) -> dict[str, Any]:
@@ -548,5 +557,6 @@ class Summary:
         for line in fixture_limit_lines(self.fixtures) + self.errors:
             terminalreporter.write_line(line, red=True, bold=True)
         if self.settings.github:  # workflow commands: read by the runner from the step's output
-            for line in annotation_lines(self.results, ci_root(terminalreporter.config)):
+            root = ci_root(terminalreporter.config)
+            for line in annotation_lines(self.results, root, enforced=enforced):
                 terminalreporter.write_line(line)

@@ -155,7 +155,7 @@ class Reason:
 
     @property
     def label(self) -> str:
-        return f"{self.kind}({self.detail})" if self.detail else self.kind
+        return label_for(self.kind, self.detail)
 
     @property
     def hint(self) -> str:
@@ -172,6 +172,11 @@ class Reason:
             "entry": self.entry,
             "raw": self.raw,
         }
+
+
+def label_for(kind: str, detail: str | None) -> str:
+    """``TENSOR_MATCH(size)``, or the kind alone."""
+    return f"{kind}({detail})" if detail else kind
 
 
 _LOCAL = re.compile(r"L\['([^']+)'\]")

@@ -20,15 +20,21 @@ LIMIT_FIX = (
 )
 
 
+def relative(path: str, root: str | None = None) -> str:
+    """``path`` relative to ``root`` (default: the working directory) when inside it, with
+    ``/`` separators; otherwise as given (another drive on Windows included)."""
+    try:
+        rel = os.path.relpath(path, root or os.getcwd())
+    except ValueError:  # another drive on Windows
+        return path
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return path
+    return rel.replace(os.sep, "/")
+
+
 def location(filename: str, lineno: int, root: str | None = None) -> str:
     """``file:line``, relative to ``root`` (default: the working directory) when inside it."""
-    base = root or os.getcwd()
-    try:
-        rel = os.path.relpath(filename, base)
-    except ValueError:  # another drive on Windows
-        rel = filename
-    shown = filename if rel.startswith("..") else rel
-    return f"{shown}:{lineno}"
+    return f"{relative(filename, root)}:{lineno}"
 
 
 def plural(count: int, word: str) -> str:
@@ -244,6 +250,7 @@ def summarize_test(
     cudagraph_recordings: list[str] | None = None,
     isolation: str = "entries",
     stopped_at: Site | None = None,
+    refused: str | None = None,
 ) -> TestSummary:
     """One test's results (see :class:`TestSummary`)."""
     worst = max(records, key=lambda r: r.recompile_count, default=None)
@@ -261,7 +268,12 @@ def summarize_test(
         "violations": [
             {"kind": v.kind, "source": v.source, "message": violation_line(v)[len(PREFIX) + 1 :]}
             for v in violations
-        ],
+        ]
+        + (
+            [{"kind": "warm", "source": "warm()", "message": refused.removeprefix(PREFIX).strip()}]
+            if refused
+            else []
+        ),
         "limit_hit": [r.qualname for r in records if r.limit],
         "worst": (
             f"{worst.qualname} ({worst.recompile_count})"

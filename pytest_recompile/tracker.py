@@ -132,6 +132,7 @@ class RecompileTracker:
         self._paused: int | None = None  # CUDA-graph recordings when paused
         self.judged = 0  # violations the pytest gate has already reported
         self.stopped_at: Site | None = None  # the call the gate stopped, in a pytest test
+        self.refused: str | None = None  # a warm block's refusal that failed the test
         self.active = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -433,6 +434,8 @@ class RecompileTracker:
         if isinstance(exc, RecompileGateError):
             self.judged = len(self.violations())
             self.stopped_at = exc.site or call_frame(exc.__traceback__, root)
+            if isinstance(exc, CompiledWhileWarm):
+                self.refused = str(exc).splitlines()[0]
             return Outcome(fail=stopped_message(exc, root))
         broke = self.note_exception(exc) if exc is not None else None
         found = self.violations()

@@ -31,6 +31,15 @@ def _keep_libraries(inner_root: Path) -> type:
     return KeepLibraries
 
 
+@pytest.fixture(autouse=True)
+def _not_on_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inner runs of this suite are not the CI job's: when the suite itself runs on
+    GitHub Actions, they must neither annotate its pull request nor append to its job
+    summary (the tests of those outputs set the variables themselves)."""
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     """Write a test module (torch and pytest imported) and run pytest on it in-process.

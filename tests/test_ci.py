@@ -67,16 +67,18 @@ def test_annotations_and_job_summary_under_github_actions(
     # Worst first: double recompiled twice, f once; each with its fail-fast call site.
     assert found[0].startswith(
         "::error file=test_suite.py,line=11,title=test_suite.py%3A%3Atest_shapes%3A "
-        "2 recompiles of double%2C budget 1::recompile 1 TENSOR_MATCH(rank): "
+        "2 recompiles of double; budget 1 in total (@max_recompiles(1))::recompile 1 "
+        "TENSOR_MATCH(rank): "
     )
     assert "%0Afix TENSOR_MATCH(rank): " in found[0]
-    sites = [a for a in found if "fail-fast stopped this call" in a]
+    sites = [a for a in found if "the gate stopped this call" in a]
     assert len(sites) == 2
     assert any(a.startswith("::error file=test_suite.py,line=27,") for a in sites)  # double(...)
-    f_line = [a for a in found if "recompile of f%2C budget 0" in a]
+    f_line = [a for a in found if "1 recompile of f;" in a]
     assert f_line == [
         "::error file=test_suite.py,line=7,title=test_suite.py%3A%3Atest_step_counter%3A "
-        "1 recompile of f%2C budget 0::recompile 1 EQUALS_MATCH: G['step'] == 0 (this call: 1)%0A"
+        "1 recompile of f; budget 0 in total (--recompile-budget=0)::recompile 1 EQUALS_MATCH: "
+        "G['step'] == 0 (this call: 1)%0A"
         "fix EQUALS_MATCH: a Python value is baked into the graph as a constant: pass it as a "
         "tensor (torch.tensor(value)) so it is data, not code"
     ]
@@ -89,10 +91,14 @@ def test_annotations_and_job_summary_under_github_actions(
         text,
     )
     assert (
-        "| `test_suite.py::test_step_counter` | `f` `test_suite.py:7` | 1 / 0 | EQUALS_MATCH | "
+        "| `test_suite.py::test_step_counter` | `f` `test_suite.py:7` | 1 | "
+        "0 in total (--recompile-budget=0) | EQUALS_MATCH | "
         "`EQUALS_MATCH: G['step'] == 0 (this call: 1)` | 0.00 |"
     ) in text
-    assert "| `test_suite.py::test_shapes` | `double` `test_suite.py:11` | 2 / 1 |" in text
+    assert (
+        "| `test_suite.py::test_shapes` | `double` `test_suite.py:11` | 2 | "
+        "1 in total (@max_recompiles(1)) |"
+    ) in text
     assert "### Functions by recompile time" in text
     assert INCOMPLETE not in text
 
@@ -200,6 +206,7 @@ def fake_test(name: str, recompiles: int, *, limit: bool = False) -> dict[str, A
     }
     return {
         "budget": 0,
+        "rules": "0 in total (--recompile-budget=0)",
         "baseline": None,
         "recompiles": recompiles,
         "recompile_seconds": 0.5 * recompiles,
@@ -223,6 +230,8 @@ def test_at_most_ten_annotations_worst_first_then_a_notice() -> None:
     assert lines[0].startswith("::error file=src/looping.py,line=3,")
     assert lines[-1].startswith(f"::notice title={escape_property(TITLE)}::3 more recompile ")
     assert "job summary" in lines[-1]
+    warned = annotation_lines(results, "/repo", enforced=False)  # report-only: warnings
+    assert warned[0].startswith("::warning file=src/looping.py,")
 
 
 def test_markdown_never_exceeds_its_limit_and_says_what_it_left_out() -> None:
@@ -236,6 +245,10 @@ def test_markdown_never_exceeds_its_limit_and_says_what_it_left_out() -> None:
     left = int(re.search(r"_(\d+) rows left out", cut).group(1))  # type: ignore[union-attr]
     assert 0 < shown < 3000
     assert shown + left == 3000 + 1  # every broken test's row, and the one function's row
-    pipes = "| t.py::test_0000` \\| x |"
-    odd: Any = {"t.py::test_0000` | x": ("failed", fake_test("f", 1))}
-    assert pipes in markdown_summary(odd, "totals", root="/repo")  # no broken table
+    odd: Any = {"t.py::test_`a` | <x>": ("failed", fake_test("<lambda>", 1))}
+    text = markdown_summary(odd, "totals", root="/repo")
+    assert "| `` t.py::test_`a` \\| <x> `` | `<lambda>` " in text  # a longer fence; no table break
+    reportonly = markdown_summary(odd, "1 <b>", root="/repo", enforced=False)
+    assert "### Tests that would have broken the gate" in reportonly
+    assert "**1 &lt;b>**" in reportonly  # plain text never turns into HTML
+    assert len(markdown_summary(odd, "x", root="/", incomplete="y" * 5000, limit=500)) <= 500

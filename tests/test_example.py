@@ -58,7 +58,7 @@ def test_the_ci_workflow_command_works_as_written(
             "report written to recompiles.json",
             "Markdown summary written to recompiles.md",
             "::error file=examples/tinytrainer/train.py,line=30,title=*warmup_loss*",
-            "::error file=examples/tinytrainer/train.py,line=59,title=*fail-fast stopped*",
+            "::error file=examples/tinytrainer/train.py,line=59,title=*the gate stopped this call*",
         ]
     )
     report = json.loads((pytester.path / "recompiles.json").read_text())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import re
 import sys
 
@@ -187,6 +188,9 @@ class Scaled:
     def loud(self) -> int:  # a property is never called to read a value
         raise AssertionError("called")
 
+    def __repr__(self) -> str:  # nor a repr
+        raise AssertionError("called")
+
 
 def test_equals_guards_give_the_value_the_call_passed() -> None:
     global STEP
@@ -222,6 +226,13 @@ def test_reading_a_guard_source_never_runs_user_code() -> None:
             self.f_globals: dict[str, object] = {}
 
     frame = Frame()
+    lr: collections.defaultdict[str, float] = collections.defaultdict(float)
+    loud_repr = Scaled(3)
+    frame.f_globals.update(lr=lr, odd=loud_repr)
+    assert _torch._read_source("G['lr']['x']", frame) is _torch._MISSING
+    assert dict(lr) == {}  # a defaultdict is read, never filled in
+    assert _torch._equals_values(("G['odd'] == 1",), frame) == {}  # no user repr runs
+    assert _torch._equals_values(("m.scale == 1",), frame) == {"m.scale": "2"}
     assert _torch._read_source("m.scale", frame) == 2
     assert _torch._read_source("L['seq'][0]", frame) == 5
     assert _torch._read_source("m.loud", frame) is _torch._MISSING

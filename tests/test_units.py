@@ -17,7 +17,13 @@ from pytest_recompile.markers import (
     parse_count_text,
 )
 from pytest_recompile.names import MAX_RECOMPILES_FORM
-from pytest_recompile.report import EAGER_FALLBACK, STOPPED, failure_message, summary_lines
+from pytest_recompile.report import (
+    EAGER_FALLBACK,
+    STOPPED,
+    failure_message,
+    relative,
+    summary_lines,
+)
 from pytest_recompile.verdict import FunctionRecord, Recompile, judge, rerecords
 
 
@@ -231,3 +237,10 @@ def test_release_wordings_are_normalised(raw: str, kind: str, text: str | None) 
     reason = parse_reason(raw)
     assert reason.kind == kind
     assert reason.text == (text or "G['step'] == 0")
+
+
+def test_relative_paths_for_messages_and_annotations() -> None:
+    assert relative("/repo/src/m.py", "/repo") == "src/m.py"
+    assert relative("/repo/..hidden.py", "/repo") == "..hidden.py"  # inside, despite the dots
+    assert relative("/elsewhere/m.py", "/repo") == "/elsewhere/m.py"
+    assert relative("/repo", "/repo/sub") == "/repo"
