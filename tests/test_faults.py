@@ -200,7 +200,8 @@ def test_gated_fails():
     double(torch.ones(2)); double(torch.ones(3, 3))
 
 def test_ungated_after():
-    assert pytest_handlers(trace) == pytest_handlers(probe)  # pytest's handlers are back
+    # pytest's handlers (the same objects it put on the probe) are back on torch's logger.
+    assert probe.handlers and set(map(id, probe.handlers)) <= set(map(id, trace.handlers))
 """
 )
 
