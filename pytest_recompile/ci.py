@@ -7,6 +7,7 @@ are the same under pytest-xdist; only the controller writes them.
 
 from __future__ import annotations
 
+import linecache
 import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -220,6 +221,22 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def def_line(filename: str, lineno: int) -> int:
+    """The ``def`` line of a function whose code starts at ``lineno`` (its first decorator,
+    for a decorated one: ``@torch.compile``), so the annotation sits on the function itself;
+    ``lineno`` when the source cannot be read."""
+    for offset in range(_DECORATOR_LINES):
+        text = linecache.getline(filename, lineno + offset).lstrip()
+        if text.startswith(("def ", "async def ")):
+            return lineno + offset
+        if not text:
+            break
+    return lineno
+
+
+_DECORATOR_LINES = 30  # how far a decorated function's def may sit below its first decorator
+
+
 class Annotation(NamedTuple):
     file: str
     line: int
@@ -254,7 +271,7 @@ def _function_annotation(
         lines.append(f"hit {fn['recompile_limit']}: torch fell back to eager for this function")
     return Annotation(
         relative(fn["file"], root),
-        fn["line"],
+        def_line(fn["file"], fn["line"]),
         title,
         "\n".join(lines + list(fixes)),
         (1 if fn["recompile_limit"] else 0, count, fn["recompile_seconds"]),

@@ -13,6 +13,7 @@ from pytest_recompile.ci import (
     MAX_ANNOTATIONS,
     TITLE,
     annotation_lines,
+    def_line,
     escape_data,
     escape_property,
     markdown_summary,
@@ -66,7 +67,7 @@ def test_annotations_and_job_summary_under_github_actions(
     found = annotations(result)
     # Worst first: double recompiled twice, f once; each with its fail-fast call site.
     assert found[0].startswith(
-        "::error file=test_suite.py,line=11,title=test_suite.py%3A%3Atest_shapes%3A "
+        "::error file=test_suite.py,line=12,title=test_suite.py%3A%3Atest_shapes%3A "
         "2 recompiles of double; budget 1 in total (@max_recompiles(1))::recompile 1 "
         "TENSOR_MATCH(rank): "
     )
@@ -76,7 +77,7 @@ def test_annotations_and_job_summary_under_github_actions(
     assert any(a.startswith("::error file=test_suite.py,line=27,") for a in sites)  # double(...)
     f_line = [a for a in found if "1 recompile of f;" in a]
     assert f_line == [
-        "::error file=test_suite.py,line=7,title=test_suite.py%3A%3Atest_step_counter%3A "
+        "::error file=test_suite.py,line=8,title=test_suite.py%3A%3Atest_step_counter%3A "
         "1 recompile of f; budget 0 in total (--recompile-budget=0)::recompile 1 EQUALS_MATCH: "
         "G['step'] == 0 (this call: 1)%0A"
         "fix EQUALS_MATCH: a Python value is baked into the graph as a constant: pass it as a "
@@ -177,6 +178,14 @@ def test_markdown_report_option_ini_twin_and_incomplete_run(run, pytester: pytes
 
 
 # -- pure functions -------------------------------------------------------------------------
+
+
+def test_annotations_sit_on_the_def_line(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("@torch.compile(\n    backend='eager',\n)\ndef f(x):\n    return x\n")
+    assert def_line(str(source), 1) == 4
+    assert def_line(str(source), 4) == 4
+    assert def_line(str(tmp_path / "gone.py"), 7) == 7
 
 
 def test_workflow_command_escaping() -> None:

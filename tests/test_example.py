@@ -57,7 +57,7 @@ def test_the_ci_workflow_command_works_as_written(
             "*2 workers*",
             "report written to recompiles.json",
             "Markdown summary written to recompiles.md",
-            "::error file=examples/tinytrainer/train.py,line=30,title=*warmup_loss*",
+            "::error file=examples/tinytrainer/train.py,line=31,title=*warmup_loss*",
             "::error file=examples/tinytrainer/train.py,line=59,title=*the gate stopped this call*",
         ]
     )
