@@ -9,12 +9,11 @@ pass over the collected items.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .markers import BudgetError
 from .names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PREFIX
 from .settings import (
     BARE_FLAG_HINT,
@@ -199,13 +198,33 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
         own.stop()
 
 
+_NAMES = frozenset(MARKERS)
+
+
+def marked(nodes: Iterable[object]) -> Iterator[pytest.Item]:
+    """The items among ``nodes`` that carry one of the plugin's markers, their own or a
+    parent's (class, module, package). Each parent's markers are read once, not once per
+    item: this runs over every collected test, asked for or not."""
+    inherited: dict[int, bool] = {}
+    for node in nodes:
+        if not isinstance(node, pytest.Item):
+            continue
+        parent = node.parent
+        found = inherited.get(id(parent))
+        if found is None:
+            found = inherited[id(parent)] = parent is not None and any(
+                mark.name in _NAMES for mark in parent.iter_markers()
+            )
+        if found or any(mark.name in _NAMES for mark in node.own_markers):
+            yield node
+
+
 class MarkerCheck:
     """A malformed marker is a collection error of its module, as a bad import is: reported
     the moment the module is collected, before any test runs or torch is set up."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.names = set(MARKERS)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(
@@ -215,13 +234,11 @@ class MarkerCheck:
         if not report.passed:
             return report
         errors = []
-        for node in report.result:
-            if not isinstance(node, pytest.Item) or not any(
-                mark.name in self.names for mark in node.iter_markers()
-            ):
-                continue
+        for item in marked(report.result):
+            from .markers import BudgetError
+
             try:
-                budget_of(node, self.settings)
+                budget_of(item, self.settings)
             except BudgetError as exc:
                 errors.append(f"{PREFIX} {exc}")
         if errors:
@@ -242,9 +259,8 @@ class MarkerScan:
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         settings = self.settings
-        names = set(MARKERS)
-        marked = any(mark.name in names for item in items for mark in item.iter_markers())
-        gated = (marked or bool(settings.baseline_counts)) and assign_budgets(items, settings)
+        found = next(marked(items), None) is not None
+        gated = (found or bool(settings.baseline_counts)) and assign_budgets(items, settings)
         uses = any("recompiles" in getattr(item, "fixturenames", ()) for item in items)
         if gated or uses:
             register_gate(config, settings)

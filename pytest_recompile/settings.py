@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .markers import BudgetError, Rule, budget_from_marks, parse_count_text
 from .names import GITHUB_MODES, MARKERS, MODES, PREFIX
 
+# markers.py is imported where a value is parsed: a run that asks for nothing never loads it.
 if TYPE_CHECKING:
-    from .markers import Budget
+    from .markers import Budget, Rule
     from .tracker import RecompileTracker
 
 SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
@@ -90,11 +90,13 @@ class Settings:
 def _default_budget(config: pytest.Config) -> Rule[int] | None:
     """--recompile-budget=N, else the ini option recompile_budget, else None."""
     value: int | None = config.getoption("recompile_budget")
+    ini = str(config.getini("recompile_budget") or "").strip()
+    if value is None and not ini:
+        return None
+    from .markers import BudgetError, Rule, parse_count_text
+
     if value is not None:
         return Rule(value, f"--recompile-budget={value}")
-    ini = str(config.getini("recompile_budget") or "").strip()
-    if not ini:
-        return None
     try:
         value = parse_count_text(ini, f"{PREFIX} ini option recompile_budget")
     except BudgetError as exc:
@@ -144,6 +146,8 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
         )
     check_writable(baseline, f"{PREFIX} {baseline_from}")
     # Record every test's full count and fail none.
+    from .markers import Rule
+
     default = settings.default or Rule(0, "--recompile-baseline-update")
     return replace(settings, mode="report-only", default=default, baseline_update=True)
 
@@ -161,6 +165,8 @@ def _path_option(config: pytest.Config, name: str) -> tuple[str | None, str]:
 
 def budget_option(text: str) -> int:
     """argparse ``type=`` of --recompile-budget."""
+    from .markers import BudgetError, parse_count_text
+
     try:
         return parse_count_text(text, f"{PREFIX} --recompile-budget")
     except BudgetError as exc:
@@ -169,6 +175,8 @@ def budget_option(text: str) -> int:
 
 def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
     """The test's rules from its markers and the run's settings; raises BudgetError."""
+    from .markers import Rule, budget_from_marks
+
     recorded = settings.baseline_counts.get(item.nodeid)
     return budget_from_marks(
         {name: list(item.iter_markers(name)) for name in MARKERS},
@@ -182,6 +190,8 @@ def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
 def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
     """Stash each test's budget; True if any test is gated. Bad markers were collection
     errors already (:class:`pytest_recompile.plugin.MarkerCheck`); any left is a usage error."""
+    from .markers import BudgetError
+
     errors = []
     gated = False
     for item in items:
