@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import linecache
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 from .guards import hint_for, label_for
-from .report import INCOMPLETE, TestSummary, plural, relative, this_call
+from .report import INCOMPLETE, TestSummary, guard_text, plural, relative
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
 # per step (docs.github.com: "Adding a job summary").
@@ -57,7 +57,7 @@ def _first_guard(fn: Mapping[str, Any]) -> str:
 
 def _guard(reason: Mapping[str, Any]) -> str:
     """``KIND: guard (this call: value)``."""
-    return f"{_label(reason)}: {reason['text']}{this_call(reason['kind'], reason['actual'])}"
+    return guard_text(reason["kind"], reason["detail"], reason["text"], reason["actual"])
 
 
 def _label(reason: Mapping[str, Any]) -> str:
@@ -79,12 +79,16 @@ def _rules(data: TestSummary) -> str:
     return data["rules"] or "none"
 
 
+def _broken(results: Results) -> Iterator[tuple[str, TestSummary, list[dict[str, Any]]]]:
+    """Each test that broke the gate, by node id, with its offending functions."""
+    for nodeid, (_, data) in sorted(results.items()):
+        if data["violations"]:
+            yield nodeid, data, _offenders(data)
+
+
 def _broken_rows(results: Results, root: str) -> list[str]:
     rows = []
-    for nodeid, (_, data) in sorted(results.items()):
-        if not data["violations"]:
-            continue
-        offenders = _offenders(data)
+    for nodeid, data, offenders in _broken(results):
         for fn in offenders:
             limit = " (hit recompile_limit)" if fn["recompile_limit"] else ""
             rows.append(
@@ -280,10 +284,7 @@ def _function_annotation(
 
 def _annotations(results: Results, root: str) -> list[Annotation]:
     found = []
-    for nodeid, (_, data) in sorted(results.items()):
-        if not data["violations"]:
-            continue
-        offenders = _offenders(data)
+    for nodeid, data, offenders in _broken(results):
         found += [_function_annotation(nodeid, data, fn, root) for fn in offenders]
         worst = max((len(fn["recompiles"]) for fn in offenders), default=0)
         stopped = data["stopped_at"]

@@ -239,7 +239,7 @@ class Gate:
                 tracker.stop()
         if stopped is not None:
             _fail(stopped, item)
-        if tracker is not None and self.settings.mode != "report-only":
+        if tracker is not None and self.settings.enforced:
             found = tracker.violations()
             if len(found) > tracker.judged:  # compiles in teardown broke the rules
                 pytest.fail(failure_message(tracker.records, found), pytrace=False)
@@ -510,7 +510,7 @@ class Summary:
                 self.written.append(f"{PREFIX} could not append the job summary: {exc}")
 
     def markdown(self, config: pytest.Config, limit: int = SUMMARY_LIMIT) -> str:
-        enforced = self.settings.mode != "report-only"
+        enforced = self.settings.enforced
         totals = totals_line([data for _, data in self.results.values()], enforced=enforced)
         return markdown_summary(
             self.results,
@@ -548,7 +548,7 @@ class Summary:
             return
         terminalreporter.write_sep("=", "recompile gate")
         results = [(nodeid, data) for nodeid, (_, data) in self.results.items()]
-        enforced = self.settings.mode != "report-only"
+        enforced = self.settings.enforced
         lines = summary_lines(results, self.fixtures, enforced=enforced)
         if self.incomplete is not None:
             lines.append(f"{INCOMPLETE}: {self.incomplete}")

@@ -77,24 +77,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "break, without editing its torch.compile calls.",
     )
     parser.addini("recompile_fullgraph", "like --recompile-fullgraph", type="bool", default=False)
-    group.addoption(
-        "--recompile-report",
-        default=None,
-        dest="recompile_report",
-        metavar="PATH",
-        help="write a JSON report of every gated test to PATH (schema: report.schema.json).",
+    add_path_option(
+        group,
+        parser,
+        "report",
+        "write a JSON report of every gated test to PATH (schema: report.schema.json).",
     )
-    parser.addini("recompile_report", "like --recompile-report (relative to rootdir)", default="")
-    group.addoption(
-        "--recompile-report-md",
-        default=None,
-        dest="recompile_report_md",
-        metavar="PATH",
-        help="write the run's recompile summary as Markdown to PATH (for CI systems and PR "
-        "bots; GitHub Actions gets it as the job summary).",
-    )
-    parser.addini(
-        "recompile_report_md", "like --recompile-report-md (relative to rootdir)", default=""
+    add_path_option(
+        group,
+        parser,
+        "report_md",
+        "write the run's recompile summary as Markdown to PATH (for CI systems and PR bots; "
+        "GitHub Actions gets it as the job summary).",
     )
     group.addoption(
         "--recompile-github",
@@ -106,16 +100,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "on when GITHUB_ACTIONS=true.",
     )
     parser.addini("recompile_github", "like --recompile-github", default="auto")
-    group.addoption(
-        "--recompile-baseline",
-        default=None,
-        dest="recompile_baseline",
-        metavar="PATH",
-        help="compare each test with its recorded recompiles in PATH: above fails, below is "
-        "reported.",
-    )
-    parser.addini(
-        "recompile_baseline", "like --recompile-baseline (relative to rootdir)", default=""
+    add_path_option(
+        group,
+        parser,
+        "baseline",
+        "compare each test with its recorded recompiles in PATH: above fails, below is reported.",
     )
     group.addoption(
         "--recompile-baseline-update",
@@ -125,6 +114,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run every test in report-only mode and write the baseline file from the counts "
         "(only if the run passes).",
     )
+
+
+def add_path_option(group: pytest.OptionGroup, parser: pytest.Parser, name: str, help: str) -> None:
+    """``--recompile-NAME=PATH`` and its ini twin ``recompile_NAME`` (relative to rootdir),
+    as :func:`pytest_recompile.settings._path_option` reads them."""
+    flag = f"--recompile-{name.replace('_', '-')}"
+    group.addoption(flag, default=None, dest=f"recompile_{name}", metavar="PATH", help=help)
+    parser.addini(f"recompile_{name}", f"like {flag} (relative to rootdir)", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -7,7 +7,7 @@ import os
 from types import TracebackType
 from typing import Any, NamedTuple, TypedDict
 
-from .guards import GraphBreak, Reason, hint_for
+from .guards import GraphBreak, Reason, hint_for, label_for
 from .markers import Budget
 from .names import PREFIX
 from .verdict import FunctionRecord, Recompile, Violation, rerecords
@@ -93,7 +93,8 @@ def _first_guard(record: FunctionRecord) -> str:
     """``KIND: guard`` of the function's first recompile (the one to fix first)."""
     for recompile in record.recompiles:
         if recompile.reasons:
-            return f"{recompile.reasons[0].label}: {recompile.reasons[0].text}"
+            first = recompile.reasons[0]
+            return guard_text(first.kind, first.detail, first.text)
     return "torch gave no reason"
 
 
@@ -113,9 +114,11 @@ def _worst_text(v: Violation) -> str:
     )
 
 
-def this_call(kind: str, actual: str | None) -> str:
-    """`` (this call: 1)``: the value a call passed where an ``==`` guard expected another."""
-    return f" (this call: {actual})" if kind == "EQUALS_MATCH" and actual else ""
+def guard_text(kind: str, detail: str | None, text: str, actual: str | None = None) -> str:
+    """``KIND(detail): guard``, and `` (this call: 1)`` when ``actual`` gives the value a call
+    passed where an ``==`` guard expected another."""
+    passed = f" (this call: {actual})" if kind == "EQUALS_MATCH" and actual else ""
+    return f"{label_for(kind, detail)}: {text}{passed}"
 
 
 def recompile_line(index: int, recompile: Recompile) -> list[str]:
@@ -125,8 +128,8 @@ def recompile_line(index: int, recompile: Recompile) -> list[str]:
     if not recompile.reasons:
         return [f"    recompile {index}{entry}{resume}: (torch gave no reason){tail}"]
     first, *others = recompile.reasons
-    actual = this_call(first.kind, first.actual)
-    lines = [f"    recompile {index}{entry}{resume} {first.label}: {first.text}{actual}{tail}"]
+    guard = guard_text(first.kind, first.detail, first.text, first.actual)
+    lines = [f"    recompile {index}{entry}{resume} {guard}{tail}"]
     if others:
         older = others[0]
         more = f" and {len(others) - 1} more" if len(others) > 1 else ""

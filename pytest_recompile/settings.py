@@ -70,6 +70,11 @@ class Settings:
             raise pytest.UsageError(str(exc)) from None
 
     @property
+    def enforced(self) -> bool:
+        """Broken rules fail tests (every mode but report-only)."""
+        return self.mode != "report-only"
+
+    @property
     def writes_files(self) -> bool:
         return self.report is not None or self.baseline is not None or self.report_md is not None
 
