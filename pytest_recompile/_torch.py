@@ -402,6 +402,7 @@ class KeptEntry:
     compile_id: Any  # torch's CompileId (printed "0/1")
     guard_manager: Any
     code: CodeType  # the compiled (transformed) bytecode
+    backend: Any = None  # the backend it was compiled for (torch checks it on its own list)
 
 
 _KEPT: weakref.WeakKeyDictionary[CodeType, tuple[KeptEntry, ...]] = weakref.WeakKeyDictionary()
@@ -418,6 +419,7 @@ def can_keep_entries() -> bool:
         hasattr(eval_frame, "reset_code"),
         hasattr(eval_frame, "_load_precompile_entry"),
         hasattr(eval_frame, "_debug_get_precompile_entries"),
+        hasattr(eval_frame, "_reset_precompile_entries"),
         reason is not None and "skip_logging" in inspect.signature(reason).parameters,
         hasattr(cache_size, "_has_same_id_matched_objs"),
         all(
@@ -431,9 +433,20 @@ def can_keep_entries() -> bool:
 _CACHE_SIZE_FIELDS = ("num_cache_entries", "num_cache_entries_with_same_id_matched_objs")
 
 
+def _dead(entry: Any) -> bool:
+    """An entry torch invalidated: an object it matched by identity died (a compiled
+    optimizer's step, a module), so torch replaced its guard manager and dropped its code."""
+    return entry.code is None or hasattr(entry.guard_manager, "invalidation_reason")
+
+
 def entries(code: CodeType) -> list[KeptEntry]:
-    """The cache entries on ``code`` that torch counts, newest first (kept ones excluded)."""
-    return [KeptEntry(e.compile_id, e.guard_manager, e.code) for e in _entry_list(code)]
+    """The live cache entries on ``code`` that torch counts, newest first (kept ones and
+    entries torch invalidated excluded)."""
+    return [
+        KeptEntry(e.compile_id, e.guard_manager, e.code, getattr(e, "backend", None))
+        for e in _entry_list(code)
+        if not _dead(e)
+    ]
 
 
 def entry_alive(entry: KeptEntry) -> bool:
@@ -442,6 +455,8 @@ def entry_alive(entry: KeptEntry) -> bool:
     torch invalidates an entry when such an object dies (a new object could reuse its id);
     it cannot reach entries kept by :func:`keep_only`, so they are checked here instead.
     """
+    if _dead(entry):
+        return False
     refs = getattr(entry.guard_manager, "id_matched_objs", None) or {}
     return all(ref() is not None for ref in refs.values())
 
@@ -462,6 +477,11 @@ def kept_entries(code: CodeType) -> tuple[KeptEntry, ...]:
     return kept
 
 
+def installed_count(code: CodeType) -> int:
+    """Every entry torch holds on ``code``: its list (invalidated entries too) and the kept."""
+    return len(_entry_list(code)) + len(kept_entries(code))
+
+
 def keep_only(code: CodeType, keep: list[KeptEntry]) -> None:
     """Drop every cache entry of ``code`` but ``keep``, which torch then still matches.
 
@@ -470,19 +490,76 @@ def keep_only(code: CodeType, keep: list[KeptEntry]) -> None:
     (``reset_code``, which also empties the second list below) and the kept entries are put
     in the second list torch checks on a miss, where ``_load_precompile_entry`` puts
     ahead-of-time compiled entries. torch counts neither for recompile_limit nor asks them
-    for reasons: :func:`_event_from` does both. Emptying the list runs the entries'
-    destructors, which clear their guard managers' back-pointers to them, so no invalidation
-    callback can reach the freed entries.
+    for reasons: :func:`_event_from` does both. Nor does it check their backend, as it does
+    on its own list: :func:`_guard_backend` adds that check. Emptying the list runs the
+    entries' destructors, which clear their guard managers' back-pointers to them, so no
+    invalidation callback can reach the freed entries.
     """
     import torch._C._dynamo.eval_frame as eval_frame
 
     eval_frame.reset_code(code)
     for entry in keep:
+        _guard_backend(entry)
         eval_frame._load_precompile_entry(code, entry.guard_manager, entry.code)
     if keep:
         _KEPT[code] = tuple(keep)
     else:
         _KEPT.pop(code, None)
+
+
+def drop_all(code: CodeType) -> None:
+    """Every entry of ``code`` gone, kept ones too: the fallback when keeping some failed."""
+    import torch._C._dynamo.eval_frame as eval_frame
+
+    _KEPT.pop(code, None)
+    eval_frame.reset_code(code)
+    eval_frame._reset_precompile_entries(code)
+
+
+# The backend a compile is being checked against, while _kept_reasons asks the kept entries
+# (torch runs guards with its callback switched off, and the compile call is far up the stack).
+_CHECKING: list[Any] = []
+_BACKEND_GUARDED: weakref.WeakSet[Any] = weakref.WeakSet()
+_EVAL_FRAME_FILE = os.path.join("_dynamo", "eval_frame.py")
+BACKEND_MISMATCH = "BACKEND_MATCH failure: this call compiles for another backend than"
+
+
+def _guard_backend(entry: KeptEntry) -> None:
+    """Make a kept entry answer only calls compiled for its own backend, as torch's list does.
+
+    torch compares a call's backend with each entry of its list, but not with the entries
+    :func:`keep_only` puts back. An epilogue guard (run only when every other guard passed,
+    so only for a call the entry would answer) finds the call's backend in the frame of
+    torch.compile's wrapper that made the call, a few frames up. Where no such frame is found
+    (a backend set by a context manager), the entry answers, as torch's precompiled entries do.
+    """
+    backend = entry.backend
+    if backend is None or entry.guard_manager in _BACKEND_GUARDED:
+        return
+    from torch._dynamo.eval_frame import innermost_backend
+    from torch._dynamo.guards import describe_backend
+
+    def same_backend(_: Any) -> bool:
+        callback = _CHECKING[-1] if _CHECKING else _calling_backend()
+        if callback is None or callback is False:
+            return True
+        return bool(innermost_backend(callback) == backend)
+
+    text = f"{BACKEND_MISMATCH} {describe_backend(backend)}, the kept entry's"
+    entry.guard_manager.root.add_epilogue_lambda_guard(same_backend, [text], None)
+    _BACKEND_GUARDED.add(entry.guard_manager)
+
+
+def _calling_backend() -> Any:
+    """The compile callback of the torch.compile wrapper nearest up the stack, if any."""
+    frame: FrameType | None = sys._getframe(2)
+    for _ in range(6):
+        if frame is None:
+            return None
+        if frame.f_code.co_filename.endswith(_EVAL_FRAME_FILE):
+            return frame.f_locals.get("callback")
+        frame = frame.f_back
+    return None
 
 
 def _kept_reasons(
@@ -494,10 +571,16 @@ def _kept_reasons(
     options: dict[str, Any] = {"skip_logging": True}
     if "backend" in inspect.signature(get_guard_fail_reason).parameters:  # 2.10+
         options["backend"] = _innermost_backend(compiler_fn)
-    found = (
-        get_guard_fail_reason(e.guard_manager, e.code, user_frame.f_locals, e.compile_id, **options)
-        for e in kept
-    )
+    _CHECKING.append(compiler_fn)
+    try:
+        found = [
+            get_guard_fail_reason(
+                e.guard_manager, e.code, user_frame.f_locals, e.compile_id, **options
+            )
+            for e in kept
+        ]
+    finally:
+        _CHECKING.pop()
     return tuple(reason for reason in found if reason)
 
 
@@ -521,19 +604,66 @@ def _count_kept(cache_size: Any, user_frame: Any, kept: tuple[KeptEntry, ...]) -
 
 
 def code_state() -> Any:
-    """A copy of torch's automatic-dynamic state (which dims were seen to vary)."""
+    """torch's automatic-dynamic state (which dims were seen to vary), as it is now: the
+    object itself, not a copy (None before the first compile and after a reset)."""
+    pgo = _pgo()
+    return pgo._CODE_STATE if pgo is not None else None
+
+
+def copy_code_state(state: Any) -> dict[Any, Any]:
+    """A copy of an automatic-dynamic state, to read or to install (empty for None)."""
     import copy
 
+    return dict(copy.deepcopy(state)) if state else {}
+
+
+def changed_code_state(before: dict[Any, Any], after: Any) -> dict[Any, Any]:
+    """What ``after`` holds that ``before`` did not: the code ids whose state changed."""
+    return copy_code_state(
+        {key: value for key, value in (after or {}).items() if before.get(key) != value}
+    )
+
+
+def merged_code_state(base: dict[Any, Any], *changes: dict[Any, Any]) -> dict[Any, Any]:
+    """``base`` with each change laid over it (copied: nothing shared). Where both know a
+    name of one code id, torch's own merge decides (a dim seen to vary becomes dynamic), as
+    if the calls behind the change had been made after those behind ``base``."""
+    merged = copy_code_state(base)
+    for change in changes:
+        for key, state in copy_code_state(change).items():
+            mine = merged.get(key)
+            names = getattr(mine, "automatic_dynamic", None)
+            theirs = getattr(state, "automatic_dynamic", None)
+            if names is None or theirs is None:
+                merged[key] = state
+                continue
+            for name, entry in theirs.items():
+                if name in names:
+                    names[name] |= entry
+                else:
+                    names[name] = entry
+    return merged
+
+
+def install_code_state(state: dict[Any, Any]) -> Any:
+    """Make ``state`` (copied) torch's automatic-dynamic state; return the object installed."""
+    import collections
+
     pgo = _pgo()
-    return copy.deepcopy(pgo._CODE_STATE) if pgo is not None else None
+    if pgo is None:
+        return None
+    installed = collections.defaultdict(pgo.CodeState, copy_code_state(state))
+    pgo._CODE_STATE = installed
+    return installed
 
 
-def restore_code_state(saved: Any) -> None:
-    import copy
+def compiled_codes() -> list[CodeType]:
+    """Every code object torch has compiled since its last reset (and still alive)."""
+    import torch._dynamo.convert_frame as convert_frame
 
-    pgo = _pgo()
-    if pgo is not None:
-        pgo._CODE_STATE = copy.deepcopy(saved)
+    tracker = getattr(convert_frame, "input_codes", None)
+    found = (ref() for ref in getattr(tracker, "seen", ()))
+    return [code for code in found if isinstance(code, CodeType)]
 
 
 def _pgo() -> Any:
@@ -720,14 +850,15 @@ def can_error_on_graph_break() -> bool:
 
 
 @contextmanager
-def error_on_graph_break() -> Iterator[None]:
-    """Fullgraph semantics for compiles inside the block, without touching the compile calls.
+def error_on_graph_break(value: bool = True) -> Iterator[None]:
+    """Fullgraph semantics for compiles inside the block (``value=False``: none, inside a
+    block that has them), without touching the compile calls.
 
     torch.compile calls that pass error_on_graph_break= themselves keep their own setting.
     """
     import torch._dynamo
 
-    with torch._dynamo.error_on_graph_break(True):
+    with torch._dynamo.error_on_graph_break(value):
         yield
 
 
@@ -884,11 +1015,22 @@ def cache_entries(code: CodeType) -> int:
     return len(_entry_list(code))
 
 
+CompileKey = tuple[str, int, str, str]
+
+
+def compile_key(code: CodeType, compile_id: Any) -> CompileKey:
+    """What names one compile: its code object (as torch's metrics name it) and its id.
+
+    The id alone repeats: torch restarts ids after a reset, and newer torch numbers frames
+    per ``isolate_recompiles`` region."""
+    return (code.co_filename, code.co_firstlineno, code.co_name, str(compile_id))
+
+
 @contextmanager
-def compile_seconds() -> Iterator[dict[str, float]]:
+def compile_seconds() -> Iterator[dict[CompileKey, float]]:
     """Collect ``entire_frame_compile_time_s`` of the compiles made inside the block.
 
-    The dict (compile id -> seconds) is filled when the block exits. torch keeps 64
+    The dict (:func:`compile_key` -> seconds) is filled when the block exits. torch keeps 64
     metrics by default; the capacity is raised for the block and restored after it.
     """
     import torch._dynamo.utils as dynamo_utils
@@ -896,7 +1038,7 @@ def compile_seconds() -> Iterator[dict[str, float]]:
     old_capacity = dynamo_utils._compilation_metrics.maxlen or 64
     dynamo_utils.set_compilation_metrics_limit(max(old_capacity, METRICS_CAPACITY))
     existing = {id(m) for m in dynamo_utils._compilation_metrics}
-    result: dict[str, float] = {}
+    result: dict[CompileKey, float] = {}
     try:
         yield result
     finally:
@@ -905,7 +1047,12 @@ def compile_seconds() -> Iterator[dict[str, float]]:
                 continue
             seconds = metric.entire_frame_compile_time_s
             if metric.compile_id is not None and seconds is not None:
-                key = str(metric.compile_id)
+                key = (
+                    str(metric.co_filename),
+                    int(metric.co_firstlineno or 0),
+                    str(metric.co_name),
+                    str(metric.compile_id),
+                )
                 result[key] = result.get(key, 0.0) + float(seconds)
         dynamo_utils.set_compilation_metrics_limit(old_capacity)
 

@@ -8,12 +8,13 @@ asked for, so a session without the gate never pays for it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
 import sys
 import warnings
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from datetime import datetime, timezone
 from typing import Any, NoReturn
 
@@ -25,7 +26,9 @@ from .ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
 from .isolation import Ledger, Owner
 from .names import PREFIX
 from .report import (
+    FAULT,
     INCOMPLETE,
+    MISSING,
     TestSummary,
     failure_message,
     fixture_limit_lines,
@@ -35,7 +38,13 @@ from .report import (
     summary_lines,
     totals_line,
 )
-from .settings import BUDGET_KEY, FIXTURES_KEY, TRACKER_KEY, Settings, assign_budgets
+from .settings import (
+    BUDGET_KEY,
+    FIXTURES_KEY,
+    TRACKER_KEY,
+    Settings,
+    assign_budgets,
+)
 from .tracker import (
     RecompileBudgetExceeded,
     RecompileGateError,
@@ -76,6 +85,7 @@ class Gate:
             raise pytest.UsageError(str(exc)) from None
         self.keeps_entries = _torch.can_keep_entries()
         self._unhook = _torch.install_compile_hook(self.on_compile)
+        self._contained(self.ledger.start)
 
     def pytest_unconfigure(self) -> None:
         # A run ended mid-test (KeyboardInterrupt, pytest.exit) skips teardown: stop here.
@@ -91,29 +101,66 @@ class Gate:
     def on_compile(self, event: _torch.CompileEvent) -> None:
         """Every compile of the session: who owns it, and the tracker that records it."""
         again = self.ledger.compiled_again(event.code)
-        owner = self.ledger.note(event)
+        owner = self._contained(self.ledger.note, event) or self.ledger.current
         if owner.kind == "fixture" and self.fixture_trackers:
+            if event.is_recompile:
+                self._contained(self._note_against, owner, event)
             self.fixture_trackers[-1].on_compile(event, again=again)
         elif owner is self.test_owner and self.tracker is not None and self.tracker.active:
-            self.tracker.on_compile(event, against=self._against(event), again=again)
+            against = self._contained(self._against, event)
+            self.tracker.on_compile(event, against=against, again=again)
+
+    def _contained(self, action: Callable[..., Any], *args: Any) -> Any:
+        """Run one of the plugin's own steps; an internal error is named once (on the running
+        test's report, in the summary and the JSON report) and never becomes the test's."""
+        try:
+            return action(*args)
+        except Exception as exc:
+            self.ledger.fault(
+                f"internal error in {getattr(action, '__name__', action)}: "
+                f"{type(exc).__name__}: {exc}; the gate went on"
+            )
+            return None
+
+    def _rejected_by(self, event: _torch.CompileEvent) -> list[Owner]:
+        """The live fixtures whose cache entries rejected this call."""
+        owners = self.ledger.owners_of(event.code)
+        found = (owners.get(reason.partition(":")[0]) for reason in event.reasons)
+        return list({id(o): o for o in found if o is not None and o.kind == "fixture"}.values())
+
+    def _note_against(self, owner: Owner, event: _torch.CompileEvent) -> None:
+        """A wider fixture's set-up recompiled against another fixture's entries: what it
+        keeps then depends on that fixture being live (the order-dependent edge)."""
+        for other in self._rejected_by(event):
+            if other is not owner and other not in owner.against:
+                owner.against.append(other)
 
     def _against(self, event: _torch.CompileEvent) -> str | None:
         """Name the live fixtures whose entries rejected the call, if the test does not use
         them: the one case where a verdict depends on which tests ran before."""
         if not event.is_recompile or self.item is None:
             return None
-        owners = self.ledger.owners_of(event.code)
-        used = set(getattr(self.item, "fixturenames", ()))
-        strangers = {
-            owner.describe(): None
-            for reason in event.reasons
-            if (owner := owners.get(reason.partition(":")[0])) is not None
-            and owner.kind == "fixture"
-            and owner.name not in used
-        }
+        used = used_fixtures(self.item)
+        strangers = [o.describe() for o in self._rejected_by(event) if o.name not in used]
         if not strangers:
             return None
         return f"against entries made by {', '.join(strangers)}, which this test does not use"
+
+    def order_note(self, item: pytest.Item) -> str | None:
+        """The other direction of the edge: a fixture this test uses was set up as a
+        recompile against a live fixture the test does not use, so what the test starts
+        from (and may count) differs from a run of the test alone."""
+        used = used_fixtures(item)
+        notes = [
+            f"{fixture.describe()} was set up against entries of {other.describe()}"
+            for fixture in self.ledger.fixtures
+            if fixture.name in used
+            for other in fixture.against
+            if other.name not in used
+        ]
+        if not notes:
+            return None
+        return f"{'; '.join(notes)}, which this test does not use: alone, it may count otherwise"
 
     def _full_reset_if_pending(self) -> None:
         if self.reset_pending:
@@ -128,16 +175,16 @@ class Gate:
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
         budget = item.stash.get(BUDGET_KEY, None)
         self._listen()
+        item.stash[FIXTURES_KEY] = []
         isolated = not self.settings.keep_caches and (budget is not None or _uses_fixture(item))
         if isolated:
             if self.keeps_entries:
-                self.ledger.isolate()
+                self._contained(self.ledger.isolate)
             else:
                 self.reset_pending = True
         self.item = item
         self.test_owner = Owner("test", item.nodeid)
         self.ledger.phase = [self.test_owner]
-        item.stash[FIXTURES_KEY] = []
         if budget is not None:
             tracker = RecompileTracker(
                 budget, mode=self.settings.mode, reset=False, warm_start=True, listen=False
@@ -165,20 +212,31 @@ class Gate:
         tracker = RecompileTracker(mode="report-only", reset=False, warm_start=True, listen=False)
         if self.tracker is not None:
             self.tracker.pause()
-        self.ledger.enter(owner)
+        self._contained(self.ledger.enter, owner)
         self.fixture_trackers.append(tracker.start())
         try:
-            return (yield)
+            with self._own_rules_off():
+                return (yield)
         finally:
             self.fixture_trackers.pop()
             tracker.stop()
-            self.ledger.leave(owner)
+            self._contained(self.ledger.leave, owner)
             if self.tracker is not None:
                 self.tracker.resume()
             self.live[id(fixturedef)] = owner
             fixturedef.addfinalizer(functools.partial(self._teardown_begins, fixturedef, owner))
             if tracker.records and self.item is not None:
                 self.item.stash[FIXTURES_KEY].append(fixture_result(owner, tracker))
+
+    @contextlib.contextmanager
+    def _own_rules_off(self) -> Iterator[None]:
+        """A wider fixture's set-up is not the test's: no fullgraph from the test's rules."""
+        budget = self.tracker.budget if self.tracker is not None else None
+        if budget is None or not budget.fullgraph or not _torch.can_error_on_graph_break():
+            yield
+            return
+        with _torch.error_on_graph_break(False):
+            yield
 
     def _teardown_begins(self, fixturedef: pytest.FixtureDef[Any], owner: Owner) -> None:
         """A wider fixture's teardown is about to run: compiles there belong to no test."""
@@ -197,7 +255,7 @@ class Gate:
         if self.isolating_setup:
             # Torn down while a test is set up (a parametrized module fixture moving to its
             # next value): its entries go now, before this test's own phases start.
-            self.ledger.isolate()
+            self._contained(self.ledger.isolate)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -255,12 +313,18 @@ class Gate:
         fixtures = item.stash.get(FIXTURES_KEY, None)
         if call.when == "setup" and fixtures:
             report.recompile_fixtures = fixtures  # type: ignore[attr-defined]
+        if call.when == "teardown" and item.stash.get(BUDGET_KEY, None) is not None:
+            report.recompile_gated = True  # type: ignore[attr-defined]
         tracker = item.stash.get(TRACKER_KEY, None)
         if tracker is not None and (call.when != "setup" or report.failed):
-            data = self.results(item, tracker)
-            report.recompile = data  # type: ignore[attr-defined]
-            if call.when == "teardown":
-                report.user_properties = junit_properties(item, data)
+            data = self._contained(self.results, item, tracker)
+            if data is not None:
+                report.recompile = data  # type: ignore[attr-defined]
+                if call.when == "teardown":
+                    report.user_properties = junit_properties(item, data)
+        faults = self.ledger.take_faults()
+        if faults:  # told once, on the report of the phase they happened in
+            report.recompile_faults = [f"{item.nodeid}: {f}" for f in faults]  # type: ignore[attr-defined]
         stopped = call.excinfo.value if call.excinfo is not None else None
         if isinstance(stopped, RecompileGateError) and report.failed:
             # Raised where pytest did not let the gate's hooks catch it (unittest, a thread,
@@ -281,6 +345,7 @@ class Gate:
             isolation=self.isolation,
             stopped_at=tracker.stopped_at,
             refused=tracker.refused,
+            order_note=self._contained(self.order_note, item),
         )
 
     @property
@@ -292,6 +357,15 @@ class Gate:
 
 def _uses_fixture(item: pytest.Item) -> bool:
     return "recompiles" in getattr(item, "fixturenames", ())
+
+
+def used_fixtures(item: pytest.Item) -> set[str]:
+    """The fixtures a test uses: those it names, and those it asked for with
+    ``request.getfixturevalue`` (its request's active fixtures)."""
+    names = set(getattr(item, "fixturenames", ()))
+    request = getattr(item, "_request", None)
+    names.update(getattr(request, "fixturenames", None) or ())
+    return names
 
 
 def fixture_result(owner: Owner, tracker: RecompileTracker) -> dict[str, Any]:
@@ -447,6 +521,9 @@ class Summary:
         self.written: list[str] = []
         self.errors: list[str] = []
         self.interrupt: str | None = None  # "KeyboardInterrupt", once one arrived
+        self.faults: list[str] = []  # internal errors the gate contained, each told once
+        self.gated: set[str] = set()  # gated tests that ran to their teardown
+        self.missing: str | None = None  # gated tests without figures, at the end
         self.incomplete: str | None = None  # why the run stopped early, at its end
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
@@ -461,6 +538,9 @@ class Summary:
         if type(report).__name__.lower() == "subtestreport":
             return  # the test's own reports carry its figures
         self.fixtures += getattr(report, "recompile_fixtures", None) or []
+        self.faults += getattr(report, "recompile_faults", None) or []
+        if getattr(report, "recompile_gated", False):
+            self.gated.add(report.nodeid)
         if report.when == "setup":  # a new attempt (reruns) starts afresh
             self.results.pop(report.nodeid, None)
         data: TestSummary | None = getattr(report, "recompile", None)
@@ -478,6 +558,12 @@ class Summary:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         settings = self.settings
         self.incomplete = stopped_early(session, exitstatus, self.interrupt)
+        missing = sorted(self.gated - set(self.results))
+        if missing:
+            self.missing = (
+                f"{plural(len(missing), 'gated test')} ran without figures "
+                f"({', '.join(missing[:3])}{', ...' if missing[3:] else ''})"
+            )
         try:
             if settings.report is not None:
                 write_json_atomic(settings.report, self.report_document(session.config))
@@ -516,7 +602,7 @@ class Summary:
             self.results,
             totals,
             root=ci_root(config),
-            incomplete=self.incomplete,
+            incomplete=self.incomplete or self.missing,
             limit=limit,
             enforced=enforced,
         )
@@ -539,12 +625,13 @@ class Summary:
         }
         results = [(nodeid, outcome, data) for nodeid, (outcome, data) in self.results.items()]
         created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        incomplete = self.incomplete or self.missing
         return report_document(
-            results, environment, options, created, self.fixtures, self.incomplete
+            results, environment, options, created, self.fixtures, incomplete, self.faults
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not (self.results or self.fixtures or self.written or self.errors):
+        if not (self.results or self.fixtures or self.written or self.errors or self.faults):
             return
         terminalreporter.write_sep("=", "recompile gate")
         results = [(nodeid, data) for nodeid, (_, data) in self.results.items()]
@@ -552,9 +639,12 @@ class Summary:
         lines = summary_lines(results, self.fixtures, enforced=enforced)
         if self.incomplete is not None:
             lines.append(f"{INCOMPLETE}: {self.incomplete}")
+        if self.missing is not None:
+            lines.append(f"{MISSING}: {self.missing}")
         for line in lines + self.written:
             terminalreporter.write_line(line)
-        for line in fixture_limit_lines(self.fixtures) + self.errors:
+        faults = [f"{FAULT}: {fault}" for fault in self.faults]
+        for line in fixture_limit_lines(self.fixtures) + faults + self.errors:
             terminalreporter.write_line(line, red=True, bold=True)
         if self.settings.github:  # workflow commands: read by the runner from the step's output
             root = ci_root(terminalreporter.config)

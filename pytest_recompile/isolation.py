@@ -37,7 +37,12 @@ class Owner:
     scope: str = ""  # a fixture's scope
     location: str = ""  # a fixture's node: where it was set up
     live: bool = True  # a fixture not yet torn down
-    state: Any = None  # torch's automatic-dynamic state right after a fixture's set-up
+    # torch's automatic-dynamic state, per code id, that a fixture's set-up changed
+    state: dict[Any, Any] = field(default_factory=dict)
+    # other fixtures whose entries this fixture's set-up recompiled against (live then)
+    against: list[Owner] = field(default_factory=list)
+    _start: dict[Any, Any] = field(default_factory=dict)  # the state its set-up started from
+    _saved: dict[Any, Any] = field(default_factory=dict)  # the running phase's, set aside
 
     @property
     def kept(self) -> bool:
@@ -54,7 +59,8 @@ class Owner:
 
 @dataclass
 class Ledger:
-    """Cache entries by owner, and the drop before each isolated test."""
+    """Cache entries and automatic-dynamic state by owner, and the drop before each
+    isolated test."""
 
     outside: Owner = field(default_factory=lambda: Owner("outside", "outside any test"))
     phase: list[Owner] = field(default_factory=list)
@@ -68,23 +74,41 @@ class Ledger:
     seen: weakref.WeakSet[CodeType] = field(default_factory=weakref.WeakSet)
     dirty: weakref.WeakSet[CodeType] = field(default_factory=weakref.WeakSet)
     dropped_codes: weakref.WeakSet[CodeType] = field(default_factory=weakref.WeakSet)
-    baseline_state: Any = None
+    baseline_state: dict[Any, Any] = field(default_factory=dict)  # at the first test
+    installed_state: Any = None  # the state object isolation last gave torch
+    state_dirty: bool = False  # a fixture whose state counted was torn down
+    faults: list[str] = field(default_factory=list)  # contained internal errors, not yet told
+    faulted: weakref.WeakSet[CodeType] = field(default_factory=weakref.WeakSet)
+    _told: set[str] = field(default_factory=set)
     started: bool = False
 
     @property
     def current(self) -> Owner:
         return self.phase[-1] if self.phase else self.outside
 
-    # -- compiles ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Before the first test: what import and collection compiled is kept from now on,
+        through every drop and reset (torch lists the code objects it compiled)."""
+        if self.started:
+            return
+        self.started = True
+        self.baseline_state = _torch.copy_code_state(_torch.code_state())
+        for code in _torch.compiled_codes():
+            self._first_seen(code)
 
-    def note(self, event: _torch.CompileEvent) -> Owner:
-        """Record who is compiling ``event.code`` now; return that owner."""
-        code = event.code
+    def _first_seen(self, code: CodeType) -> None:
         if code not in self.seen:
             self.seen.add(code)
             # Entries made before the gate listened were made outside any test.
             for entry in _torch.entries(code):
                 self._own(code, entry, self.outside)
+
+    # -- compiles ---------------------------------------------------------------------------
+
+    def note(self, event: _torch.CompileEvent) -> Owner:
+        """Record who is compiling ``event.code`` now; return that owner."""
+        code = event.code
+        self._first_seen(code)
         owner = self.current
         self.pending.setdefault(code, []).append((event.compile_id, owner))
         if not owner.kept:
@@ -131,16 +155,26 @@ class Ledger:
     # -- phases -----------------------------------------------------------------------------
 
     def enter(self, owner: Owner) -> None:
+        """A phase starts. A wider fixture's set-up starts from what a test would start from
+        (import time's and the live wider fixtures' automatic-dynamic state), not from the
+        shapes of the test that happens to trigger it."""
         self.resolve()
         self.phase.append(owner)
+        if owner.kind == "fixture":
+            owner._saved = _torch.copy_code_state(_torch.code_state())
+            owner._start = self.start_state()
+            _torch.install_code_state(owner._start)
 
     def leave(self, owner: Owner) -> None:
         self.resolve()
         if owner in self.phase:
             del self.phase[self.phase.index(owner) :]
         if owner.kind == "fixture" and owner.live:
-            owner.state = _torch.code_state()
+            owner.state = _torch.changed_code_state(owner._start, _torch.code_state())
             self.fixtures.append(owner)
+            # The running phase goes on with its own state, and what the set-up learned.
+            _torch.install_code_state(_torch.merged_code_state(owner._saved, owner.state))
+            owner._start, owner._saved = {}, {}
 
     def fixture_gone(self, owner: Owner) -> None:
         if owner.live:
@@ -149,37 +183,81 @@ class Ledger:
                 self.fixtures.remove(owner)
             for code in list(self.store):
                 self.dirty.add(code)
+            self.state_dirty = True
+
+    def start_state(self) -> dict[Any, Any]:
+        """The automatic-dynamic state a test starts from: import time's, then each live
+        wider fixture's set-up's, in the order they were set up."""
+        return _torch.merged_code_state(self.baseline_state, *(f.state for f in self.fixtures))
 
     # -- isolation --------------------------------------------------------------------------
 
     def isolate(self) -> int:
         """Drop every entry that is not kept; return how many code objects were changed."""
+        self.start()
         self.resolve()
-        if not self.started:
-            self.started = True
-            self.baseline_state = _torch.code_state()
         changed = 0
         codes = set(self.dirty) | set(self.store)
-        restore = bool(self.dirty)
+        restore = bool(self.dirty) or self.state_dirty
         self.dirty = weakref.WeakSet()
+        self.state_dirty = False
         for code in codes:
-            keep = [
-                e
-                for e in self.store.get(code, ())
-                if self.owners[e.guard_manager].kept and _torch.entry_alive(e)
-            ]
-            if keep:
-                self.store[code] = keep
-            else:
-                self.store.pop(code, None)
-            now = [*_torch.entries(code), *_torch.kept_entries(code)]
-            if {id(e.guard_manager) for e in now} == {id(e.guard_manager) for e in keep}:
-                continue
-            if len(now) > len(keep):
-                self.dropped_codes.add(code)
-            _torch.keep_only(code, keep)
-            changed += 1
-        if restore or changed:
-            newest = self.fixtures[-1].state if self.fixtures else self.baseline_state
-            _torch.restore_code_state(newest)
+            try:
+                changed += self._keep_only_kept(code)
+            except Exception as exc:  # contained: this code object starts empty instead
+                changed += 1
+                self._fault(code, exc)
+        # A reset (torch's, a Dynamo TestCase's, a tracker's) replaced the state object.
+        if restore or changed or _torch.code_state() is not self.installed_state:
+            self.installed_state = _torch.install_code_state(self.start_state())
         return changed
+
+    def _keep_only_kept(self, code: CodeType) -> int:
+        if code in self.faulted:  # keeping failed once: each test starts it empty
+            _torch.drop_all(code)
+            return 1
+        keep = [
+            e
+            for e in self.store.get(code, ())
+            if (owner := self.owners.get(e.guard_manager)) is not None
+            and owner.kept
+            and _torch.entry_alive(e)
+        ]
+        if keep:
+            self.store[code] = keep
+        else:
+            self.store.pop(code, None)
+        now = [*_torch.entries(code), *_torch.kept_entries(code)]
+        same = {id(e.guard_manager) for e in now} == {id(e.guard_manager) for e in keep}
+        if same and _torch.installed_count(code) == len(keep):
+            return 0
+        if len(now) > len(keep):
+            self.dropped_codes.add(code)
+        _torch.keep_only(code, keep)
+        return 1
+
+    def _fault(self, code: CodeType, exc: Exception) -> None:
+        """Keeping entries failed: drop every entry of ``code`` (a full reset of that code
+        object, so the next test compiles it afresh), and say so once."""
+        self.store.pop(code, None)
+        self.faulted.add(code)
+        try:
+            _torch.drop_all(code)
+        except Exception as again:
+            exc = again
+        where = f"{_torch.qualname(code)} ({code.co_filename}:{code.co_firstlineno})"
+        self.fault(
+            f"keeping the cache entries of {where} failed ({type(exc).__name__}: {exc}); "
+            "dropped all of its entries instead, so the next test compiles it afresh"
+        )
+
+    def fault(self, message: str) -> None:
+        """Note a contained internal error, to be told once."""
+        if message not in self._told:
+            self._told.add(message)
+            self.faults.append(message)
+
+    def take_faults(self) -> list[str]:
+        """The faults contained since the last call (each told once)."""
+        found, self.faults = self.faults, []
+        return found

@@ -178,21 +178,28 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
     from .tracker import RecompileTracker
 
     settings = request.config.stash[SETTINGS_KEY]
-    # With the gate on, the test already starts from its wider fixtures' state (isolation).
-    gate = request.config.pluginmanager.has_plugin("recompile-gate")
+    # With the gate on, the test already starts from its wider fixtures' state (isolation),
+    # and the gate hands this tracker the compiles of the test's own phases alone (never a
+    # wider fixture's set-up, even one requested with getfixturevalue).
+    gate = request.config.pluginmanager.get_plugin("recompile-gate")
     own = RecompileTracker(
         mode="report-only",
         reset=not (settings.keep_caches or gate),
-        warm_start=gate or settings.keep_caches,
+        warm_start=gate is not None or settings.keep_caches,
+        listen=gate is None,
     )
     try:
         own.start()
     except _torch.TorchUnsupported as exc:
         pytest.fail(str(exc), pytrace=False)
+    if gate is not None:
+        gate.tracker = own
     try:
         yield own
     finally:
         own.stop()
+        if gate is not None and gate.tracker is own:
+            gate.tracker = None
 
 
 _NAMES = frozenset(MARKERS)

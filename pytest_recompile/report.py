@@ -240,6 +240,7 @@ class TestSummary(TypedDict):
     cudagraph_recordings: int
     cudagraph_rerecords: int
     stopped_at: dict[str, Any] | None  # file, line, function of the call fail-fast stopped
+    order_note: str | None  # live fixtures the test does not use that changed its start
 
 
 def summarize_test(
@@ -254,6 +255,7 @@ def summarize_test(
     isolation: str = "entries",
     stopped_at: Site | None = None,
     refused: str | None = None,
+    order_note: str | None = None,
 ) -> TestSummary:
     """One test's results (see :class:`TestSummary`)."""
     worst = max(records, key=lambda r: r.recompile_count, default=None)
@@ -289,6 +291,7 @@ def summarize_test(
         "cudagraph_recordings": len(cudagraph_recordings or []),
         "cudagraph_rerecords": rerecords(cudagraph_recordings or []),
         "stopped_at": stopped_at._asdict() if stopped_at is not None else None,
+        "order_note": order_note,
     }
 
 
@@ -362,6 +365,7 @@ def summary_lines(
         )
     recompiled = [f for f in fixtures or () if f["recompiles"]]
     lines += sorted(fixture_line(f) for f in recompiled)
+    lines += order_lines(results)
     lines.append(totals_line([data for _, data in results], enforced=enforced))
     again = sum(data["again_seconds"] for _, data in results)
     if again >= 0.005:
@@ -373,6 +377,26 @@ def summary_lines(
         lines.append(f"isolation: {RESET_FALLBACK}")
     return lines
 
+
+ORDER = "order:"
+
+
+def order_lines(results: list[tuple[str, TestSummary]]) -> list[str]:
+    """One line per distinct order note (the one order-dependent edge), with its tests."""
+    by_note: dict[str, list[str]] = {}
+    for nodeid, data in results:
+        if data.get("order_note"):
+            by_note.setdefault(str(data["order_note"]), []).append(nodeid)
+    return [
+        f"{ORDER} {', '.join(nodeids[:3])}{f' and {len(nodeids) - 3} more' if nodeids[3:] else ''}"
+        f": {note}"
+        for note, nodeids in sorted(by_note.items())
+    ]
+
+
+FAULT = f"{PREFIX} internal error contained"
+
+MISSING = "incomplete report: the figures leave out what the gate could not record"
 
 INCOMPLETE = "incomplete run: these figures cover only the tests that ran; stopped by"
 
@@ -391,7 +415,7 @@ def totals_line(results: list[TestSummary], *, enforced: bool = True) -> str:
 
 
 REPORT_SCHEMA = "pytest-recompile/report"
-REPORT_VERSION = 3
+REPORT_VERSION = 4
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
 
 
@@ -402,6 +426,7 @@ def report_document(
     created: str,
     fixtures: list[dict[str, Any]] | None = None,
     incomplete: str | None = None,
+    faults: list[str] | None = None,
 ) -> dict[str, Any]:
     """The JSON report (see report.schema.json): ``results`` are (nodeid, outcome, data);
     ``incomplete``: why the run stopped early, if it did."""
@@ -431,6 +456,7 @@ def report_document(
         },
         "tests": tests,
         "fixtures": sorted(fixtures or [], key=lambda f: (f["node"], f["name"])),
+        "faults": list(faults or []),
     }
 
 

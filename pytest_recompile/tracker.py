@@ -121,11 +121,12 @@ class RecompileTracker:
         # (code object, user function) pairs compiled inside this block: a torch module
         # compiled with torch.compile shares torch's wrapper code with every other one.
         self._compiled: set[tuple[CodeType, CodeType]] = set()
-        self._owner: dict[str, FunctionRecord] = {}  # compile id -> function
-        self._again: set[str] = set()  # compile ids of compiles isolation made necessary
+        self._owner: dict[_torch.CompileKey, FunctionRecord] = {}  # compile -> function
+        self._again: set[_torch.CompileKey] = set()  # compiles isolation made necessary
+        self._keys: dict[int, _torch.CompileKey] = {}  # id(Recompile) -> its compile
         self._lock = threading.RLock()
         self._stack = ExitStack()
-        self._seconds: dict[str, float] = {}
+        self._seconds: dict[_torch.CompileKey, float] = {}
         self._breaks: list[GraphBreak] = []
         self._breaks_mark = 0
         self._rearm: Callable[[], None] = lambda: None
@@ -208,9 +209,10 @@ class RecompileTracker:
             self.rearm()
             self._observe()
             record = self._record_for(event)
-            self._owner[event.compile_id] = record
+            key = _torch.compile_key(event.code, event.compile_id)
+            self._owner[key] = record
             if again:
-                self._again.add(event.compile_id)
+                self._again.add(key)
             recompile = None
             if event.limit is not None:
                 record.limit = event.limit
@@ -225,6 +227,7 @@ class RecompileTracker:
                     against=against,
                 )
                 record.recompiles.append(recompile)
+                self._keys[id(recompile)] = key
             else:
                 record.compiles += 1
             self._compiled.add((event.code, event.function))
@@ -291,6 +294,7 @@ class RecompileTracker:
             for code, function in sorted(self._compiled, key=lambda pair: pair[0].co_name)
             if self._records[function] is record
             for entry, leaf in _torch.installed(code)
+            if _torch.compile_key(code, entry) in self._owner  # made here, not a fixture's
         ]
 
     def _record_for(self, event: _torch.CompileEvent) -> FunctionRecord:
@@ -328,13 +332,14 @@ class RecompileTracker:
             record.compile_seconds = 0.0
             record.again_seconds = 0.0
             for recompile in record.recompiles:
-                if not recompile.stopped:
-                    recompile.seconds = self._seconds.get(recompile.compile_id)
-        for compile_id, seconds in self._seconds.items():
-            owner = self._owner.get(compile_id)
+                key = self._keys.get(id(recompile))
+                if not recompile.stopped and key is not None:
+                    recompile.seconds = self._seconds.get(key)
+        for key, seconds in self._seconds.items():
+            owner = self._owner.get(key)
             if owner is not None:
                 owner.compile_seconds += seconds
-                if compile_id in self._again:
+                if key in self._again:
                     owner.again_seconds += seconds
 
     # -- results ------------------------------------------------------------------------------

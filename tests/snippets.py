@@ -3,7 +3,13 @@ one assertion they share."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
+
+from pytest_recompile import _torch
 
 HEADER = """
 import pytest
@@ -32,3 +38,33 @@ def assert_marker_error(result: pytest.RunResult, message: str) -> None:
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*ERROR collecting test_*.py*", message])
     result.stdout.fnmatch_lines(["*Interrupted: 1 error during collection*", "*= 1 error in *"])
+
+
+# What needs a torch that can keep single cache entries (2.9+): elsewhere the plugin falls
+# back to a full reset, tested by test_without_single_entry_support_falls_back_to_a_full_reset.
+keeps_entries = pytest.mark.skipif(
+    not _torch.can_keep_entries(), reason="this torch cannot keep single cache entries"
+)
+
+REVERSE_CONFTEST = """
+def pytest_addoption(parser):
+    parser.addoption("--reverse-order", action="store_true")
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("reverse_order"):
+        items.reverse()
+"""
+
+
+def read_json(name: str) -> Any:
+    """A file the inner run wrote (pytester runs it in its own directory)."""
+    return json.loads(Path(name).read_text())
+
+
+def outcomes(result: pytest.RunResult) -> dict[str, str]:
+    found = {}
+    for line in result.stdout.lines:
+        for outcome in ("PASSED", "FAILED", "ERROR"):
+            if f" {outcome}" in line and "::" in line and not line.startswith(outcome):
+                found[line.split("::", 1)[1].split()[0]] = outcome.lower()
+    return found

@@ -3,31 +3,14 @@ decorated models, reruns, subtests, threads. Real torch.compile, real pytest."""
 
 from __future__ import annotations
 
-import json
 from glob import escape as esc
 from pathlib import Path
-from typing import Any
 
 import pytest
-from snippets import HEADER
+from snippets import HEADER, REVERSE_CONFTEST, keeps_entries, outcomes, read_json
 
 from pytest_recompile import _torch
 from pytest_recompile.report import ISOLATION_HINT, PREFIX, RESET_FALLBACK, STOPPED
-
-# What needs a torch that can keep single cache entries (2.9+): elsewhere the plugin falls
-# back to a full reset, tested by test_without_single_entry_support_falls_back_to_a_full_reset.
-keeps_entries = pytest.mark.skipif(
-    not _torch.can_keep_entries(), reason="this torch cannot keep single cache entries"
-)
-
-REVERSE_CONFTEST = """
-def pytest_addoption(parser):
-    parser.addoption("--reverse-order", action="store_true")
-
-def pytest_collection_modifyitems(config, items):
-    if config.getoption("reverse_order"):
-        items.reverse()
-"""
 
 SHARED = """
 @torch.compile(backend="eager")
@@ -83,20 +66,6 @@ class TestModel(unittest.TestCase):
 )
 
 SIZE = "tensor 'x' size mismatch at index 0. expected 4, actual 8"
-
-
-def read_json(name: str) -> Any:
-    """A file the inner run wrote (pytester runs it in its own directory)."""
-    return json.loads(Path(name).read_text())
-
-
-def outcomes(result: pytest.RunResult) -> dict[str, str]:
-    found = {}
-    for line in result.stdout.lines:
-        for outcome in ("PASSED", "FAILED", "ERROR"):
-            if f" {outcome}" in line and "::" in line and not line.startswith(outcome):
-                found[line.split("::", 1)[1].split()[0]] = outcome.lower()
-    return found
 
 
 @keeps_entries
@@ -481,7 +450,6 @@ def test_b():
 
 
 def test_without_single_entry_support_falls_back_to_a_full_reset(run, monkeypatch) -> None:
-    from pytest_recompile import _torch
 
     monkeypatch.setattr(_torch, "can_keep_entries", lambda: False)
     result = run(WARMED_MODULE, "--recompile-budget")
