@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from types import CodeType, FrameType, ModuleType
 from typing import TYPE_CHECKING, Any
 
+from .identity import IdentityMap
+
 if TYPE_CHECKING:
     from .guards import GraphBreak
 
@@ -50,7 +52,7 @@ RESUME_PREFIX = "torch_dynamo_resume_in_"
 # torch.compile(module) of a torch-owned module compiles external_utils.wrap_inline's inner.
 _WRAPPER_FILE = os.path.join("_dynamo", "external_utils.py")
 # torch's wrapper code -> compile id of each of its entries -> the callable it was made for.
-_WRAPPED: weakref.WeakKeyDictionary[CodeType, dict[str, CodeType]] = weakref.WeakKeyDictionary()
+_WRAPPED: IdentityMap[CodeType, dict[str, CodeType]] = IdentityMap()
 _CONVERT_FILE = os.path.join("_dynamo", "convert_frame.py")
 # Metric capacity while a tracker is active (torch keeps 64 by default).
 METRICS_CAPACITY = 4096
@@ -405,7 +407,7 @@ class KeptEntry:
     backend: Any = None  # the backend it was compiled for (torch checks it on its own list)
 
 
-_KEPT: weakref.WeakKeyDictionary[CodeType, tuple[KeptEntry, ...]] = weakref.WeakKeyDictionary()
+_KEPT: IdentityMap[CodeType, tuple[KeptEntry, ...]] = IdentityMap()
 
 
 @functools.cache

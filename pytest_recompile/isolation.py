@@ -16,6 +16,7 @@ from types import CodeType
 from typing import Any, Literal
 
 from . import _torch
+from .identity import IdentityMap, IdentitySet
 
 _PENDING = 64  # compiles kept per code object while they have made no entry (yet)
 
@@ -67,18 +68,19 @@ class Ledger:
     fixtures: list[Owner] = field(default_factory=list)  # live fixture owners, oldest first
     # guard manager of a cache entry -> who compiled it
     owners: weakref.WeakKeyDictionary[Any, Owner] = field(default_factory=weakref.WeakKeyDictionary)
+    # Code objects by identity (equal code of a module imported twice is another object).
     # compiles seen but not yet matched to their entries: code -> (compile id, owner)
-    pending: dict[CodeType, list[tuple[str, Owner]]] = field(default_factory=dict)
+    pending: IdentityMap[CodeType, list[tuple[str, Owner]]] = field(default_factory=IdentityMap)
     # entries to keep, held so they can be put back after a drop or a torch reset
-    store: dict[CodeType, list[_torch.KeptEntry]] = field(default_factory=dict)
-    seen: weakref.WeakSet[CodeType] = field(default_factory=weakref.WeakSet)
-    dirty: weakref.WeakSet[CodeType] = field(default_factory=weakref.WeakSet)
-    dropped_codes: weakref.WeakSet[CodeType] = field(default_factory=weakref.WeakSet)
+    store: IdentityMap[CodeType, list[_torch.KeptEntry]] = field(default_factory=IdentityMap)
+    seen: IdentitySet[CodeType] = field(default_factory=IdentitySet)
+    dirty: IdentitySet[CodeType] = field(default_factory=IdentitySet)
+    dropped_codes: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     baseline_state: dict[Any, Any] = field(default_factory=dict)  # at the first test
     installed_state: Any = None  # the state object isolation last gave torch
     state_dirty: bool = False  # a fixture whose state counted was torn down
     faults: list[str] = field(default_factory=list)  # contained internal errors, not yet told
-    faulted: weakref.WeakSet[CodeType] = field(default_factory=weakref.WeakSet)
+    faulted: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     _told: set[str] = field(default_factory=set)
     started: bool = False
 
@@ -197,9 +199,9 @@ class Ledger:
         self.start()
         self.resolve()
         changed = 0
-        codes = set(self.dirty) | set(self.store)
+        codes = {id(code): code for code in [*self.dirty, *self.store]}.values()
         restore = bool(self.dirty) or self.state_dirty
-        self.dirty = weakref.WeakSet()
+        self.dirty = IdentitySet()
         self.state_dirty = False
         for code in codes:
             try:

@@ -443,3 +443,30 @@ def test_a_fault_in_keeping_entries_is_contained_and_named_once(run, pytester) -
     assert "injected keep_only fault" in keep
     assert results.startswith("test_it.py::test_5_no_figures: internal error in broken_results")
     result.stdout.fnmatch_lines([f"{FAULT}: test_it.py::test_2: keeping the cache entries*"])
+
+
+def test_code_objects_are_keyed_by_identity_not_equality() -> None:
+    """A module imported again has new code objects equal to the old ones: the isolation
+    ledger must never take one's cache entries for the other's."""
+    from pytest_recompile.identity import IdentityMap, IdentitySet
+
+    source = "def f(x):\n    return x + 1\n"
+    first = compile(source, "same.py", "exec").co_consts[0]
+    second = compile(source, "same.py", "exec").co_consts[0]
+    assert first == second
+    assert first is not second
+    kept: IdentityMap[Any, str] = IdentityMap()
+    kept[first] = "first's entries"
+    assert second not in kept
+    kept[second] = "second's entries"
+    assert (kept[first], kept[second], len(kept)) == ("first's entries", "second's entries", 2)
+    dirty: IdentitySet[Any] = IdentitySet()
+    dirty.add(first)
+    assert first in dirty
+    assert second not in dirty
+    del first
+    import gc
+
+    gc.collect()
+    assert list(kept.values()) == ["second's entries"]
+    assert len(dirty) == 0
