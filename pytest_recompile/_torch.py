@@ -541,11 +541,15 @@ def _guard_backend(entry: KeptEntry) -> None:
     from torch._dynamo.eval_frame import innermost_backend
     from torch._dynamo.guards import describe_backend
 
+    last: list[Any] = [None, True]  # the last callback asked about, and the answer
+
     def same_backend(_: Any) -> bool:
         callback = _CHECKING[-1] if _CHECKING else _calling_backend()
         if callback is None or callback is False:
             return True
-        return bool(innermost_backend(callback) == backend)
+        if callback is not last[0]:
+            last[:] = [callback, bool(innermost_backend(callback) == backend)]
+        return bool(last[1])
 
     text = f"{BACKEND_MISMATCH} {describe_backend(backend)}, the kept entry's"
     entry.guard_manager.root.add_epilogue_lambda_guard(same_backend, [text], None)

@@ -41,6 +41,7 @@ from .report import (
 from .settings import (
     BUDGET_KEY,
     FIXTURES_KEY,
+    ORDER_KEY,
     TRACKER_KEY,
     Settings,
     assign_budgets,
@@ -146,6 +147,12 @@ class Gate:
             return None
         return f"against entries made by {', '.join(strangers)}, which this test does not use"
 
+    def _note_order(self, item: pytest.Item) -> None:
+        """Read the order note while the test's fixtures live (the last test of a module
+        is reported after its module's fixtures are torn down)."""
+        if item.stash.get(TRACKER_KEY, None) is not None:
+            item.stash[ORDER_KEY] = self._contained(self.order_note, item)
+
     def order_note(self, item: pytest.Item) -> str | None:
         """The other direction of the edge: a fixture this test uses was set up as a
         recompile against a live fixture the test does not use, so what the test starts
@@ -197,6 +204,7 @@ class Gate:
             stopped = exc
         finally:
             self.isolating_setup = False
+            self._note_order(item)
         if self.tracker is not None:
             self.tracker.judged = len(self.tracker.violations())
         _fail(stopped, item)
@@ -271,6 +279,7 @@ class Gate:
             failure = exc
         finally:
             _restore(item, state)
+            self._note_order(item)
         decided = tracker.outcome(failure, str(item.config.rootpath))
         if decided.section:
             item.add_report_section("call", "recompile", decided.section)
@@ -345,7 +354,7 @@ class Gate:
             isolation=self.isolation,
             stopped_at=tracker.stopped_at,
             refused=tracker.refused,
-            order_note=self._contained(self.order_note, item),
+            order_note=item.stash.get(ORDER_KEY, None),
         )
 
     @property
@@ -382,6 +391,7 @@ def fixture_result(owner: Owner, tracker: RecompileTracker) -> dict[str, Any]:
         "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
         "limit_hit": [r.qualname for r in records if r.limit],
         "functions": [r.to_dict() for r in records],
+        "graph_breaks": [b.to_dict() for b in tracker.graph_breaks],
     }
 
 

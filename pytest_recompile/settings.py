@@ -21,6 +21,7 @@ SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
 BUDGET_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
 TRACKER_KEY: pytest.StashKey[RecompileTracker] = pytest.StashKey()
 FIXTURES_KEY: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()
+ORDER_KEY: pytest.StashKey[str | None] = pytest.StashKey()  # read while its fixtures live
 
 BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
 

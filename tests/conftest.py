@@ -8,6 +8,9 @@ import pytest
 from _pytest import pytester as pytester_module
 from snippets import HEADER
 
+# One suite run as data by test_differential.py (in a copy), never collected here.
+collect_ignore = ["differential_suite"]
+
 
 def _keep_libraries(inner_root: Path) -> type:
     """A SysModulesSnapshot that drops only the inner run's own modules.

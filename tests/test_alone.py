@@ -229,8 +229,9 @@ def test_fullgraph_breaks(warmed):
         "test_plain": "passed",
         "test_fullgraph_breaks": "failed",  # its own break, under its own fullgraph
     }
-    (fixture,) = read_json("r.json")["fixtures"] or [None]
-    assert fixture is None or fixture["name"] == "warmed"
+    (fixture,) = read_json("r.json")["fixtures"]  # its break, under its own name
+    assert fixture["name"] == "warmed"
+    assert [b["function"] for b in fixture["graph_breaks"]] == ["noisy"]
 
 
 BACKENDS = """
@@ -325,12 +326,12 @@ def warm_b():
 def test_1_uses_a(warm_a):
     pass
 
-def test_2_uses_b(warm_b):
-    f(torch.randn(9, 2))
-
-def test_3_asks_for_a(request, warm_b):
+def test_2_asks_for_a(request, warm_b):
     request.getfixturevalue("warm_a")
     f(torch.randn(3, 3, 3))
+
+def test_3_uses_b(warm_b):  # last: reported after the module's fixtures are torn down
+    f(torch.randn(9, 2))
 """
 
 
@@ -338,13 +339,13 @@ def test_3_asks_for_a(request, warm_b):
 def test_the_order_dependent_edge_is_named_in_both_directions(run) -> None:
     result = run(EDGE, *REPORT_ONLY, "-v", "-p", "no:randomly")
     tests = {t["nodeid"].split("::")[1]: t for t in read_json("r.json")["tests"]}
-    assert alone(run, EDGE, "test_2_uses_b") == 1  # warm_b alone compiled f(6x2) statically
-    assert tests["test_2_uses_b"]["recompiles"] == 0  # warm_a was live: the edge
-    note = tests["test_2_uses_b"]["order_note"]
+    assert alone(run, EDGE, "test_3_uses_b") == 1  # warm_b alone compiled f(6x2) statically
+    assert tests["test_3_uses_b"]["recompiles"] == 0  # warm_a was live: the edge
+    note = tests["test_3_uses_b"]["order_note"]
     assert "module fixture 'warm_b' was set up against entries of module fixture 'warm_a'" in note
-    result.stdout.fnmatch_lines([f"{ORDER} test_it.py::test_2_uses_b*warm_a*"])
+    result.stdout.fnmatch_lines([f"{ORDER} test_it.py::test_3_uses_b*warm_a*"])
     # A fixture asked for with getfixturevalue is one the test uses.
-    asks = tests["test_3_asks_for_a"]
+    asks = tests["test_2_asks_for_a"]
     assert asks["order_note"] is None
     (recompile,) = [r for f in asks["functions"] for r in f["recompiles"]]
     assert recompile["against"] is None
