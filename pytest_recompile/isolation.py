@@ -39,11 +39,11 @@ class Owner:
     location: str = ""  # a fixture's node: where it was set up
     live: bool = True  # a fixture not yet torn down
     # torch's automatic-dynamic state, per code id, that a fixture's set-up changed
-    state: dict[Any, Any] = field(default_factory=dict)
+    state: dict[Any, Any] = field(default_factory=dict, repr=False)
     # other fixtures whose entries this fixture's set-up recompiled against (live then)
-    against: list[Owner] = field(default_factory=list)
-    _start: dict[Any, Any] = field(default_factory=dict)  # the state its set-up started from
-    _saved: dict[Any, Any] = field(default_factory=dict)  # the running phase's, set aside
+    against: list[Owner] = field(default_factory=list, repr=False)
+    _start: dict[Any, Any] = field(default_factory=dict, repr=False)  # its set-up's start
+    _saved: dict[Any, Any] = field(default_factory=dict, repr=False)  # the phase's, set aside
 
     @property
     def kept(self) -> bool:
