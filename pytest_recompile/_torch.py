@@ -536,10 +536,11 @@ def _guard_backend(entry: KeptEntry) -> None:
     (a backend set by a context manager), the entry answers, as torch's precompiled entries do.
     """
     backend = entry.backend
-    if backend is None or entry.guard_manager in _BACKEND_GUARDED:
-        return
-    from torch._dynamo.eval_frame import innermost_backend
-    from torch._dynamo.guards import describe_backend
+    root = entry.guard_manager.root
+    add = getattr(root, "add_epilogue_lambda_guard", None)
+    if backend is None or add is None or entry.guard_manager in _BACKEND_GUARDED:
+        return  # (a torch without epilogue guards: kept entries answer any backend)
+    import torch._dynamo.guards as dynamo_guards
 
     last: list[Any] = [None, True]  # the last callback asked about, and the answer
 
@@ -548,11 +549,11 @@ def _guard_backend(entry: KeptEntry) -> None:
         if callback is None or callback is False:
             return True
         if callback is not last[0]:
-            last[:] = [callback, bool(innermost_backend(callback) == backend)]
+            last[:] = [callback, bool(_innermost_backend(callback) == backend)]
         return bool(last[1])
 
-    text = f"{BACKEND_MISMATCH} {describe_backend(backend)}, the kept entry's"
-    entry.guard_manager.root.add_epilogue_lambda_guard(same_backend, [text], None)
+    describe = getattr(dynamo_guards, "describe_backend", repr)
+    add(same_backend, [f"{BACKEND_MISMATCH} {describe(backend)}, the kept entry's"], None)
     _BACKEND_GUARDED.add(entry.guard_manager)
 
 
@@ -591,10 +592,13 @@ def _kept_reasons(
 
 
 def _innermost_backend(compiler_fn: Any) -> Any:
-    import torch._dynamo.eval_frame as dynamo_eval_frame
-
-    unwrap = getattr(dynamo_eval_frame, "innermost_backend", None)
-    return unwrap(compiler_fn) if unwrap is not None and compiler_fn is not None else None
+    """The backend behind torch's wrappers of it, as torch compares backends."""
+    for _ in range(32):
+        inner = getattr(compiler_fn, "_torchdynamo_orig_backend", None)
+        if inner is None:
+            break
+        compiler_fn = inner
+    return compiler_fn
 
 
 def _count_kept(cache_size: Any, user_frame: Any, kept: tuple[KeptEntry, ...]) -> None:
