@@ -479,11 +479,6 @@ def kept_entries(code: CodeType) -> tuple[KeptEntry, ...]:
     return kept
 
 
-def installed_count(code: CodeType) -> int:
-    """Every entry torch holds on ``code``: its list (invalidated entries too) and the kept."""
-    return len(_entry_list(code)) + len(kept_entries(code))
-
-
 def keep_only(code: CodeType, keep: list[KeptEntry]) -> None:
     """Drop every cache entry of ``code`` but ``keep``, which torch then still matches.
 

@@ -229,9 +229,10 @@ class Ledger:
             self.store[code] = keep
         else:
             self.store.pop(code, None)
-        now = [*_torch.entries(code), *_torch.kept_entries(code)]
+        live = _torch.entries(code)
+        now = [*live, *_torch.kept_entries(code)]
         same = {id(e.guard_manager) for e in now} == {id(e.guard_manager) for e in keep}
-        if same and _torch.installed_count(code) == len(keep):
+        if same and _torch.cache_entries(code) == len(live):  # and no entry torch invalidated
             return 0
         if len(now) > len(keep):
             self.dropped_codes.add(code)
