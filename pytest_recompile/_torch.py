@@ -743,7 +743,7 @@ def install_compile_hook(
     happen and later callbacks do not run (``first=True`` puts a callback before the others).
     Removing the last callback restores torch exactly.
     """
-    if not _SUBSCRIBERS:
+    if not _UNREGISTER:
         _UNREGISTER[:] = [_register()]
     _SUBSCRIBERS.insert(0 if first else len(_SUBSCRIBERS), callback)
 
@@ -754,6 +754,12 @@ def install_compile_hook(
             _UNREGISTER.pop()()
 
     return remove
+
+
+def forget_compile_hooks() -> None:
+    """Drop every callback (a forked child: the parent's gate and trackers live on in the
+    parent, not here); torch keeps the one hook, which calls nothing until a new callback."""
+    _SUBSCRIBERS.clear()
 
 
 # --- guard trees -----------------------------------------------------------------------------

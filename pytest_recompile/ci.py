@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 from .guards import hint_for, label_for
+from .processes import who
 from .report import INCOMPLETE, TestSummary, guard_text, plural, relative
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
@@ -69,10 +70,23 @@ def _kinds(fn: Mapping[str, Any]) -> str:
     return ", ".join(dict.fromkeys(labels))
 
 
+def _functions(data: TestSummary) -> list[dict[str, Any]]:
+    """The test's functions, then its child processes' (each with ``process``: who ran it)."""
+    return [*data["functions"]] + [
+        {**fn, "process": who(p)} for p in data.get("processes") or () for fn in p["functions"]
+    ]
+
+
 def _offenders(data: TestSummary) -> list[dict[str, Any]]:
-    """The test's functions that recompiled or hit recompile_limit, worst first."""
-    bad = [fn for fn in data["functions"] if fn["recompiles"] or fn["recompile_limit"]]
+    """The test's functions (its children's too) that recompiled or hit recompile_limit,
+    worst first."""
+    bad = [fn for fn in _functions(data) if fn["recompiles"] or fn["recompile_limit"]]
     return sorted(bad, key=lambda fn: (not fn["recompile_limit"], -len(fn["recompiles"])))
+
+
+def _in(fn: Mapping[str, Any]) -> str:
+    """`` in rank 1 (pid 4242)`` for a child process's function."""
+    return f" in {fn['process']}" if fn.get("process") else ""
 
 
 def _rules(data: TestSummary) -> str:
@@ -92,7 +106,7 @@ def _broken_rows(results: Results, root: str) -> list[str]:
         for fn in offenders:
             limit = " (hit recompile_limit)" if fn["recompile_limit"] else ""
             rows.append(
-                f"| {_code(nodeid)} | {_code(fn['qualname'])} "
+                f"| {_code(nodeid)} | {_code(fn['qualname'])}{_in(fn)} "
                 f"{_code(relative(fn['file'], root) + ':' + str(fn['line']))} | "
                 f"{len(fn['recompiles'])}{limit} | {_cell(_rules(data))} | "
                 f"{_cell(_kinds(fn))} | {_code(_first_guard(fn))} | "
@@ -112,7 +126,7 @@ def _function_rows(results: Results, root: str) -> list[str]:
     """Functions by the seconds their recompiles cost, over all gated tests."""
     totals: dict[tuple[str, str, int], list[float]] = {}
     for _, data in results.values():
-        for fn in data["functions"]:
+        for fn in _functions(data):
             if fn["recompiles"]:
                 key = (fn["qualname"], fn["file"], fn["line"])
                 seconds, count, tests = totals.get(key, [0.0, 0, 0])
@@ -259,7 +273,10 @@ def _function_annotation(
     nodeid: str, data: TestSummary, fn: Mapping[str, Any], root: str
 ) -> Annotation:
     count = len(fn["recompiles"])
-    title = f"{nodeid}: {plural(count, 'recompile')} of {fn['qualname']}; budget {_rules(data)}"
+    title = (
+        f"{nodeid}: {plural(count, 'recompile')} of {fn['qualname']}{_in(fn)}; "
+        f"budget {_rules(data)}"
+    )
     lines = []
     fixes: dict[str, None] = {}
     for index, recompile in enumerate(fn["recompiles"], 1):

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from . import __version__, _torch
+from . import __version__, _torch, processes
 from .baseline import baseline_document, write_json_atomic, write_text_atomic
 from .ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
 from .isolation import Ledger, Owner
@@ -40,8 +40,10 @@ from .report import (
 )
 from .settings import (
     BUDGET_KEY,
+    CHILDREN_FAILED_KEY,
     FIXTURES_KEY,
     ORDER_KEY,
+    PROCESSES_KEY,
     TRACKER_KEY,
     Settings,
     assign_budgets,
@@ -71,6 +73,8 @@ class Gate:
         self.keeps_entries = True  # False: this torch needs a full reset instead
         self.reset_pending = False  # the full reset waits until the wider fixtures are set up
         self._unhook: Any = None
+        self.spool: processes.Spool | None = None  # children's records (processes on)
+        self.test_token: str | None = None  # what children's compiles go to now, if gated
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -87,6 +91,11 @@ class Gate:
         self.keeps_entries = _torch.can_keep_entries()
         self._unhook = _torch.install_compile_hook(self.on_compile)
         self._contained(self.ledger.start)
+        if not processes._FORK_HOOK:
+            processes._FORK_HOOK.append(True)
+            os.register_at_fork(after_in_child=processes.forked_in_session)
+        if self.settings.processes:
+            self.spool = processes.Spool()
 
     def pytest_unconfigure(self) -> None:
         # A run ended mid-test (KeyboardInterrupt, pytest.exit) skips teardown: stop here.
@@ -96,6 +105,9 @@ class Gate:
         if self._unhook is not None:
             self._unhook()
             self._unhook = None
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
 
     # -- compiles -------------------------------------------------------------------------------
 
@@ -176,6 +188,52 @@ class Gate:
             if self.tracker is not None:
                 self.tracker.rearm()
 
+    # -- child processes ------------------------------------------------------------------------
+
+    def _announce(self, kind: str | None, name: str = "") -> str | None:
+        """Tell children who owns their compiles from now on (None: nobody)."""
+        if self.spool is None:
+            return None
+        if kind is None:
+            self._contained(self.spool.silence)
+            return None
+        return self._contained(self.spool.announce, kind, name, None, "report-only")  # type: ignore[no-any-return]
+
+    def _announce_test(self) -> None:
+        if self.spool is not None:
+            self._contained(self.spool.resume, self.test_token)
+
+    def _children(self, tokens: list[str | None]) -> list[dict[str, Any]]:
+        """The records children left for these owners."""
+        if self.spool is None or not any(tokens):
+            return []
+        found = self._contained(self.spool.processes, [t for t in tokens if t])
+        return found or []
+
+    def _note_children(self, item: pytest.Item, tracker: RecompileTracker) -> list[dict[str, Any]]:
+        """Read the test's children's records; functions they compiled are not unknown."""
+        children = self._children([self.test_token])
+        item.stash[PROCESSES_KEY] = children
+        tracker.elsewhere = frozenset(
+            name for p in children for fn in p["functions"] for name in (fn["name"], fn["qualname"])
+        )
+        return children
+
+    def _children_verdict(
+        self, item: pytest.Item, tracker: RecompileTracker
+    ) -> tuple[str | None, str | None]:
+        """The children's broken rules (to fail with) and what is only told."""
+        children = self._note_children(item, tracker)
+        fail = processes.failure_lines(children)
+        told = processes.notes(children)
+        diverged = processes.divergence(children)
+        same = tracker.budget.same_across_ranks if tracker.budget is not None else None
+        if diverged and same:
+            fail.append(f"{PREFIX} {diverged} ({same})")
+        elif diverged:
+            told.append(diverged)
+        return "\n".join(fail) or None, "\n".join(told) or None
+
     # -- phases ---------------------------------------------------------------------------------
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -197,6 +255,8 @@ class Gate:
                 budget, mode=self.settings.mode, reset=False, warm_start=True, listen=False
             )
             self.tracker = item.stash[TRACKER_KEY] = tracker.start()
+            if self.spool is not None:
+                self.test_token = self.spool.announce("test", item.nodeid, budget, tracker.mode)
         self.isolating_setup = isolated and self.keeps_entries
         try:
             return (yield)
@@ -222,19 +282,25 @@ class Gate:
             self.tracker.pause()
         self._contained(self.ledger.enter, owner)
         self.fixture_trackers.append(tracker.start())
+        token = self._announce("fixture", owner.describe())
         try:
             with self._own_rules_off():
                 return (yield)
         finally:
             self.fixture_trackers.pop()
             tracker.stop()
+            self._announce_test()
             self._contained(self.ledger.leave, owner)
             if self.tracker is not None:
                 self.tracker.resume()
             self.live[id(fixturedef)] = owner
             fixturedef.addfinalizer(functools.partial(self._teardown_begins, fixturedef, owner))
-            if tracker.records and self.item is not None:
-                self.item.stash[FIXTURES_KEY].append(fixture_result(owner, tracker))
+            children = self._children([token])
+            if (tracker.records or children) and self.item is not None:
+                result = fixture_result(owner, tracker)
+                result["processes"] = children
+                result["recompiles"] += sum(p["recompiles"] for p in children)
+                self.item.stash[FIXTURES_KEY].append(result)
 
     @contextlib.contextmanager
     def _own_rules_off(self) -> Iterator[None]:
@@ -251,11 +317,13 @@ class Gate:
         dropped = Owner("dropped", f"teardown of {owner.describe()}")
         self.tearing[id(fixturedef)] = dropped
         self.ledger.enter(dropped)
+        self._announce(None)
 
     def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any]) -> None:
         dropped = self.tearing.pop(id(fixturedef), None)
         if dropped is not None:
             self.ledger.leave(dropped)
+            self._announce_test()
         owner = self.live.pop(id(fixturedef), None)
         if owner is None:
             return
@@ -280,11 +348,19 @@ class Gate:
         finally:
             _restore(item, state)
             self._note_order(item)
+        children, told = self._contained(self._children_verdict, item, tracker) or (None, None)
         decided = tracker.outcome(failure, str(item.config.rootpath))
-        if decided.section:
-            item.add_report_section("call", "recompile", decided.section)
-        if decided.fail:  # outside the except block: no chained torch traceback
-            pytest.fail(decided.fail, pytrace=False)
+        section = "\n".join(filter(None, [decided.section, told]))
+        fail = decided.fail
+        if children and self.settings.enforced:
+            item.stash[CHILDREN_FAILED_KEY] = children  # unittest reports its own error
+            fail = "\n".join(filter(None, [fail, children, _raised(failure)]))
+        elif children:
+            section = "\n".join(filter(None, [section, children]))
+        if section:
+            item.add_report_section("call", "recompile", section)
+        if fail:  # outside the except block: no chained torch traceback
+            pytest.fail(fail, pytrace=False)
         if failure is not None:
             raise failure
         return result
@@ -302,6 +378,10 @@ class Gate:
             self.test_owner = None
             self.item = None
             self.tracker = None
+            if tracker is not None:
+                self._note_children(item, tracker)
+            self.test_token = None
+            self._announce(None)
             if tracker is not None:
                 tracker.stop()
         if stopped is not None:
@@ -335,7 +415,11 @@ class Gate:
         if faults:  # told once, on the report of the phase they happened in
             report.recompile_faults = [f"{item.nodeid}: {f}" for f in faults]  # type: ignore[attr-defined]
         stopped = call.excinfo.value if call.excinfo is not None else None
-        if isinstance(stopped, RecompileGateError) and report.failed:
+        children = item.stash.get(CHILDREN_FAILED_KEY, None) if call.when == "call" else None
+        if children and report.failed and not isinstance(stopped, pytest.fail.Exception):
+            # unittest put its own error in place of the gate's failure: show both
+            report.longrepr = "\n".join(filter(None, [children, _raised(stopped)]))
+        elif isinstance(stopped, RecompileGateError) and not stopped.from_child and report.failed:
             # Raised where pytest did not let the gate's hooks catch it (unittest, a thread,
             # a subtest): show the gate's message alone, not torch's frames.
             report.longrepr = stopped_message(stopped, str(item.config.rootpath))
@@ -355,6 +439,7 @@ class Gate:
             stopped_at=tracker.stopped_at,
             refused=tracker.refused,
             order_note=item.stash.get(ORDER_KEY, None),
+            processes=item.stash.get(PROCESSES_KEY, None),
         )
 
     @property
@@ -401,6 +486,7 @@ JUNIT_NAMES = (
     "recompile_budget_source",
     "recompile_worst",
     "recompile_seconds",
+    "recompile_processes",
 )
 
 
@@ -415,6 +501,9 @@ def junit_properties(item: pytest.Item, data: TestSummary) -> list[tuple[str, ob
         ("recompile_worst", data["worst"] or ""),
         ("recompile_seconds", data["recompile_seconds"]),
     ]
+    if data["processes"]:  # "rank 0 (pid 4241): 0; rank 1 (pid 4242): 1"
+        children = [f"{processes.who(p)}: {p['recompiles']}" for p in data["processes"]]
+        item.user_properties.append(("recompile_processes", "; ".join(children)))
     return list(item.user_properties)
 
 
@@ -512,6 +601,14 @@ def stopped_early(session: pytest.Session, exitstatus: int, interrupt: str | Non
             return "errors during collection"
         return "interrupted (pytest.exit or errors during collection)"
     return None
+
+
+def _raised(failure: BaseException | None) -> str | None:
+    """The test's own exception, named beside its children's failures (never hidden)."""
+    if failure is None or isinstance(failure, RecompileGateError):
+        return None
+    first = (str(failure).strip().splitlines() or [""])[0]
+    return f"  the test itself raised {type(failure).__name__}: {first[:200]}"
 
 
 def _fail(stopped: RecompileBudgetExceeded, item: pytest.Item) -> NoReturn:

@@ -19,6 +19,7 @@ from .names import (
     MAX_GRAPH_BREAKS_FORM,
     MAX_RECOMPILES,
     MAX_RECOMPILES_FORM,
+    SAME_ACROSS_RANKS,
 )
 
 T = TypeVar("T")
@@ -64,6 +65,7 @@ class Budget:
     fullgraph: str | None = None
     max_graph_breaks: Rule[int] | None = None
     max_cudagraph_rerecords: Rule[int] | None = None
+    same_across_ranks: str | None = None  # where the rule came from (None: divergence reported)
 
     def for_function(self, name: str, qualname: str) -> Rule[int] | None:
         found = self.per_function.get(qualname)
@@ -88,6 +90,8 @@ class Budget:
             parts.append(f"at most {self.max_graph_breaks.value} graph breaks")
         if self.max_cudagraph_rerecords is not None:
             parts.append(f"at most {self.max_cudagraph_rerecords.value} CUDA-graph re-records")
+        if self.same_across_ranks:
+            parts.append("same compiles across ranks")
         return "; ".join(parts) or "no cap"
 
 
@@ -213,6 +217,7 @@ def rules_from_marks(marks: Mapping[str, Iterable[MarkLike]], where: str) -> tup
             f"{exc}; use @pytest.mark.{MAX_RECOMPILES_FORM} to set a budget"
         ) from None
     fullgraph = _no_args(marks.get(FULLGRAPH, ()), FULLGRAPH, where)
+    same = _no_args(marks.get(SAME_ACROSS_RANKS, ()), SAME_ACROSS_RANKS, where)
     rules = Budget(
         total=total,
         per_function=per_function,
@@ -237,6 +242,7 @@ def rules_from_marks(marks: Mapping[str, Iterable[MarkLike]], where: str) -> tup
             MAX_CUDAGRAPH_RERECORDS_FORM,
             where,
         ),
+        same_across_ranks=f"@pytest.mark.{SAME_ACROSS_RANKS}" if same else None,
     )
     return rules, allowed
 
@@ -262,6 +268,7 @@ def choose_total(
             or rules.fullgraph
             or rules.max_graph_breaks
             or rules.max_cudagraph_rerecords
+            or rules.same_across_ranks
         ):
             budget = None
     if budget is not None and fullgraph_default and budget.fullgraph is None:

@@ -11,6 +11,7 @@ FORBID_GUARDS = "forbid_guards"
 FULLGRAPH = "fullgraph"
 MAX_GRAPH_BREAKS = "max_graph_breaks"
 MAX_CUDAGRAPH_RERECORDS = "max_cudagraph_rerecords"
+SAME_ACROSS_RANKS = "same_compiles_across_ranks"
 MARKERS = (
     MAX_RECOMPILES,
     ALLOW_RECOMPILES,
@@ -19,6 +20,7 @@ MARKERS = (
     FULLGRAPH,
     MAX_GRAPH_BREAKS,
     MAX_CUDAGRAPH_RERECORDS,
+    SAME_ACROSS_RANKS,
 )
 
 MAX_RECOMPILES_FORM = "max_recompiles(n: int >= 0, *, function: str | None = None)"
@@ -42,7 +44,16 @@ MARKER_LINES = (
     f"{MAX_CUDAGRAPH_RERECORDS_FORM}: CUDA graphs (mode='reduce-overhead') of this test may be "
     "recorded again at most n times. Re-records are not recompiles: without this marker they "
     "are only reported.",
+    f"{SAME_ACROSS_RANKS}: the ranks (child processes with a rank) this test starts must "
+    "compile each shared function alike: as many recompiles, for the same guard kinds. "
+    "Without this marker a divergence is only reported.",
 )
 
 MODES = ("fail-fast", "at-end", "report-only")
 GITHUB_MODES = ("auto", "on", "off")
+PROCESS_MODES = ("on", "off")
+
+# The contract with child processes (see processes.py): the spool directory a child writes its
+# records to, and the file in it that names the test (or wider fixture) running in the parent.
+SPOOL_ENV = "PYTEST_RECOMPILE_SPOOL"
+SPOOL_OWNER = "owner"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PREFIX
+from .names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PREFIX, PROCESS_MODES
 from .settings import (
     BARE_FLAG_HINT,
     SETTINGS_KEY,
@@ -77,6 +77,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "break, without editing its torch.compile calls.",
     )
     parser.addini("recompile_fullgraph", "like --recompile-fullgraph", type="bool", default=False)
+    group.addoption(
+        "--recompile-processes",
+        choices=PROCESS_MODES,
+        default=None,
+        dest="recompile_processes",
+        help="on (default): compiles in the Python child processes a gated test starts "
+        "(spawn, fork, subprocess, torchrun ranks) are recorded and judged per process; "
+        "off: only the test's own process is gated.",
+    )
+    parser.addini("recompile_processes", "like --recompile-processes", default="on")
     add_path_option(
         group,
         parser,

@@ -241,6 +241,8 @@ class TestSummary(TypedDict):
     cudagraph_rerecords: int
     stopped_at: dict[str, Any] | None  # file, line, function of the call fail-fast stopped
     order_note: str | None  # live fixtures the test does not use that changed its start
+    processes: list[dict[str, Any]]  # one entry per child process that compiled for the test
+    divergence: str | None  # ranks that compiled a shared function differently
 
 
 def summarize_test(
@@ -256,10 +258,16 @@ def summarize_test(
     stopped_at: Site | None = None,
     refused: str | None = None,
     order_note: str | None = None,
+    processes: list[dict[str, Any]] | None = None,
 ) -> TestSummary:
     """One test's results (see :class:`TestSummary`)."""
+    from .processes import divergence, who
+
     worst = max(records, key=lambda r: r.recompile_count, default=None)
     total = budget.total if budget is not None else None
+    children = processes or []
+    diverged = divergence(children)
+    same = budget.same_across_ranks if budget is not None else None
     return {
         "budget": total.value if total is not None else None,
         "budget_source": total.source if total is not None else None,
@@ -278,8 +286,15 @@ def summarize_test(
             [{"kind": "warm", "source": "warm()", "message": refused.removeprefix(PREFIX).strip()}]
             if refused
             else []
+        )
+        + [{**v, "message": f"{who(p)}: {v['message']}"} for p in children for v in p["violations"]]
+        + (
+            [{"kind": "divergence", "source": same, "message": diverged}]
+            if diverged and same
+            else []
         ),
-        "limit_hit": [r.qualname for r in records if r.limit],
+        "limit_hit": [r.qualname for r in records if r.limit]
+        + [f"{name} ({who(p)})" for p in children for name in p["limit_hit"]],
         "worst": (
             f"{worst.qualname} ({worst.recompile_count})"
             if worst is not None and worst.recompile_count
@@ -292,6 +307,8 @@ def summarize_test(
         "cudagraph_rerecords": rerecords(cudagraph_recordings or []),
         "stopped_at": stopped_at._asdict() if stopped_at is not None else None,
         "order_note": order_note,
+        "processes": children,
+        "divergence": diverged,
     }
 
 
@@ -366,6 +383,7 @@ def summary_lines(
     recompiled = [f for f in fixtures or () if f["recompiles"]]
     lines += sorted(fixture_line(f) for f in recompiled)
     lines += order_lines(results)
+    lines += process_lines(results)
     lines.append(totals_line([data for _, data in results], enforced=enforced))
     again = sum(data["again_seconds"] for _, data in results)
     if again >= 0.005:
@@ -394,6 +412,20 @@ def order_lines(results: list[tuple[str, TestSummary]]) -> list[str]:
     ]
 
 
+def process_lines(results: list[tuple[str, TestSummary]]) -> list[str]:
+    """Ranks that diverged (where no rule made it fail) and children without a complete
+    record, one line each."""
+    from .processes import notes
+
+    lines = []
+    for nodeid, data in results:
+        judged = any(v["kind"] == "divergence" for v in data["violations"])
+        if data.get("divergence") and not judged:
+            lines.append(f"{nodeid}: {data['divergence']}")
+        lines += [f"{nodeid}: {note}" for note in notes(data.get("processes") or [])]
+    return lines
+
+
 FAULT = f"{PREFIX} internal error contained"
 
 MISSING = "incomplete report: the figures leave out what the gate could not record"
@@ -401,9 +433,13 @@ MISSING = "incomplete report: the figures leave out what the gate could not reco
 INCOMPLETE = "incomplete run: these figures cover only the tests that ran; stopped by"
 
 
+def child_recompiles(data: TestSummary) -> int:
+    return sum(p["recompiles"] for p in data.get("processes") or ())
+
+
 def totals_line(results: list[TestSummary], *, enforced: bool = True) -> str:
     """``12 gated tests, 9 recompiles; 2 broke the gate, 0 hit recompile_limit; ...``"""
-    total = sum(data["recompiles"] for data in results)
+    total = sum(data["recompiles"] + child_recompiles(data) for data in results)
     failing = sum(1 for data in results if data["violations"])
     limit = sum(1 for data in results if data["limit_hit"])
     paid = sum(data["recompile_seconds"] for data in results)
@@ -415,7 +451,7 @@ def totals_line(results: list[TestSummary], *, enforced: bool = True) -> str:
 
 
 REPORT_SCHEMA = "pytest-recompile/report"
-REPORT_VERSION = 4
+REPORT_VERSION = 5
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .names import GITHUB_MODES, MARKERS, MODES, PREFIX
+from .names import GITHUB_MODES, MARKERS, MODES, PREFIX, PROCESS_MODES
 
 # markers.py is imported where a value is parsed: a run that asks for nothing never loads it.
 if TYPE_CHECKING:
@@ -22,6 +22,8 @@ BUDGET_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
 TRACKER_KEY: pytest.StashKey[RecompileTracker] = pytest.StashKey()
 FIXTURES_KEY: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()
 ORDER_KEY: pytest.StashKey[str | None] = pytest.StashKey()  # read while its fixtures live
+PROCESSES_KEY: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()  # children's records
+CHILDREN_FAILED_KEY: pytest.StashKey[str] = pytest.StashKey()  # children's broken rules
 
 BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
 
@@ -38,6 +40,7 @@ class Settings:
     baseline: str | None = None  # the baseline file
     baseline_counts: dict[str, int] = field(default_factory=dict)  # nodeid -> recompiles
     baseline_update: bool = False  # write the baseline from this run instead of comparing
+    processes: bool = True  # record and judge compiles in the test's child processes
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -56,8 +59,18 @@ class Settings:
             fullgraph = "--recompile-fullgraph"
         elif config.getini("recompile_fullgraph"):
             fullgraph = "recompile_fullgraph (ini)"
+        processes = (
+            config.getoption("recompile_processes")
+            or str(config.getini("recompile_processes")).strip()
+        )
+        if processes not in PROCESS_MODES:
+            raise pytest.UsageError(
+                f"{PREFIX} ini option recompile_processes: expected one of "
+                f"{', '.join(PROCESS_MODES)}, got {processes!r}"
+            )
         settings = cls(
             default=default,
+            processes=processes == "on",
             mode=mode,
             keep_caches=keep,
             fullgraph=fullgraph,
@@ -86,6 +99,7 @@ class Settings:
             else "isolated (each test starts from its wider fixtures' entries)"
         )
         fullgraph = ", fullgraph" if self.fullgraph else ""
+        fullgraph += "" if self.processes else ", child processes not gated"
         budget = f"{self.default.value} ({self.default.source})" if self.default else "none"
         return (
             f"recompile gate: active, default budget {budget}, mode {self.mode}, "

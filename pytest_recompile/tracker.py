@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from types import CodeType, TracebackType
+from typing import Any
 
 from . import _torch
 from .guards import (
@@ -39,6 +40,21 @@ class RecompileGateError(AssertionError):
     """Base class of the failures the gate raises."""
 
     site: Site | None = None  # where the call was made, once known
+    from_child = False  # raised in a child process, re-raised here by its launcher
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A child process's error crosses to its parent pickled (multiprocessing): as its
+        # message, which is all the parent can show.
+        return (_rebuilt, (type(self), str(self)))
+
+
+def _rebuilt(cls: type[RecompileGateError], message: str) -> RecompileGateError:
+    error = cls.__new__(cls)
+    AssertionError.__init__(error, message)
+    error.from_child = True
+    if isinstance(error, RecompileBudgetExceeded):
+        error.records, error.violations, error.stopped = [], [], True
+    return error
 
 
 class CompiledWhileWarm(RecompileGateError):
@@ -134,6 +150,7 @@ class RecompileTracker:
         self.judged = 0  # violations the pytest gate has already reported
         self.stopped_at: Site | None = None  # the call the gate stopped, in a pytest test
         self.refused: str | None = None  # a warm block's refusal that failed the test
+        self.elsewhere: frozenset[str] = frozenset()  # functions compiled in child processes
         self.active = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -418,7 +435,7 @@ class RecompileTracker:
         if self.active:
             self._refresh()
         found = judge(self.records, self.budget, self.graph_breaks, self.cudagraph_recordings)
-        found += unknown_functions(self.records, self.budget)
+        found += unknown_functions(self.records, self.budget, self.elsewhere)
         fullgraph = self.budget.fullgraph if self.budget is not None else None
         if fullgraph and self.fullgraph_break is not None:
             found.append(Violation("fullgraph", 1, 0, fullgraph, breaks=(self.fullgraph_break,)))
@@ -436,7 +453,7 @@ class RecompileTracker:
         place of torch's error; any other exception is the test's own failure and stands,
         with the gate's findings beside it; otherwise broken rules fail, unless report-only.
         """
-        if isinstance(exc, RecompileGateError):
+        if isinstance(exc, RecompileGateError) and not exc.from_child:
             self.judged = len(self.violations())
             self.stopped_at = exc.site or call_frame(exc.__traceback__, root)
             if isinstance(exc, CompiledWhileWarm):

@@ -113,14 +113,16 @@ def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ..
     return tuple(r for r in recompile.reasons if r.kind not in budget.expect.value)
 
 
-def unknown_functions(records: list[FunctionRecord], budget: Budget | None) -> list[Violation]:
+def unknown_functions(
+    records: list[FunctionRecord], budget: Budget | None, elsewhere: frozenset[str] = frozenset()
+) -> list[Violation]:
     """A ``function=`` budget naming no function the block compiled: a typo, or a rename.
 
     Judged when the block ends (not fail-fast: the function may still be compiled).
     """
     if budget is None:
         return []
-    names = {name for r in records for name in (r.name, r.qualname)}
+    names = {name for r in records for name in (r.name, r.qualname)} | elsewhere
     compiled = tuple(r.qualname for r in records)
     return [
         Violation("unknown_function", 0, rule.value, rule.source, wanted=name, compiled=compiled)

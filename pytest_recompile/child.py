@@ -1,0 +1,238 @@
+"""Recording in a child process of a gated test (the parent's side: :mod:`.processes`).
+
+A Python child started while the gate is on runs the spool's ``sitecustomize``, which waits,
+without importing anything, until the child imports ``torch._dynamo``; then :func:`start`
+puts a :class:`Recorder` on torch's compile hook. A forked child inherits the parent's hook
+instead: :func:`after_fork` drops it and starts its own recorder. The recorder asks the spool
+which test (or wider fixture) owns the compile, records it with the same tracker the gate
+uses, judges it against that test's budget (the budget applies to each process), refuses a
+compile over budget in fail-fast mode with the gate's message, and appends one JSON line per
+change to its own file: what it recorded survives however the process ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import pickle
+import sys
+import threading
+from dataclasses import replace
+from typing import Any
+
+from .names import SPOOL_ENV, SPOOL_OWNER
+
+_RECORDER: list[Recorder] = []  # this process's recorder, once torch._dynamo is imported
+_FORK_HOOK: list[bool] = []
+
+
+def start(spool: str) -> None:
+    """Record this process's compiles into ``spool`` (torch._dynamo is imported)."""
+    if not _RECORDER:
+        _RECORDER.append(Recorder(spool))
+    if not _FORK_HOOK:
+        _FORK_HOOK.append(True)
+        os.register_at_fork(after_in_child=after_fork)
+
+
+def after_fork() -> None:
+    """In a forked child: the parent's hooks and records stay the parent's; record afresh."""
+    from . import _torch
+
+    _torch.forget_compile_hooks()
+    _RECORDER.clear()
+    spool = os.environ.get(SPOOL_ENV)
+    if spool and os.path.isdir(spool):
+        try:
+            _RECORDER.append(Recorder(spool))
+        except Exception as exc:  # never the child's error
+            _say(f"recording off in this child: {type(exc).__name__}: {exc}")
+
+
+def process_rank() -> int | None:
+    """The rank of this process: the initialized process group's, else RANK / LOCAL_RANK."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+    except Exception:
+        pass
+    for name in ("RANK", "LOCAL_RANK"):
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def _say(text: str) -> None:
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"pytest-recompile (pid {os.getpid()}): {text}\n")
+
+
+def _command() -> str:
+    """How the process came to be: a multiprocessing name, else its command line."""
+    mp = sys.modules.get("multiprocessing")
+    name = mp.current_process().name if mp is not None else "MainProcess"
+    if name != "MainProcess":
+        return str(name)
+    first = sys.argv[0] if sys.argv else ""
+    if first in ("-c", "-m", ""):  # python -c CODE: argv[0] is "-c"
+        return f"python {first}".strip()
+    return " ".join([os.path.basename(first), *sys.argv[1:2]])
+
+
+class Recorder:
+    """One process's compiles, per owner (the test or wider fixture running in the parent)."""
+
+    def __init__(self, spool: str) -> None:
+        from . import _torch
+
+        self.spool = spool
+        self.path = os.path.join(spool, f"p{os.getpid()}-{os.urandom(3).hex()}.jsonl")
+        self.fd: int | None = None
+        self.trackers: dict[str, Any] = {}  # owner token -> RecompileTracker
+        self.owners: dict[str, dict[str, Any]] = {}  # owner token -> what the parent said
+        self.token: str | None = None
+        self.rank: int | None = None
+        self.stopped: dict[str, str] = {}  # owner token -> the message of the refused compile
+        self.lock = threading.RLock()
+        self.remove = _torch.install_compile_hook(self.on_compile)
+        self.callbacks = _torch.block_callbacks(self.on_end)
+        self.callbacks.__enter__()
+        atexit.register(self.at_exit)
+
+    # -- owner ----------------------------------------------------------------------------------
+
+    def _owner(self) -> dict[str, Any] | None:
+        """What the parent runs now (spool's owner file), None between gated tests."""
+        try:
+            with open(os.path.join(self.spool, SPOOL_OWNER), "rb") as f:
+                raw = f.read()
+        except OSError:
+            return None
+        token, _, rest = raw.partition(b"\n")
+        if not token:
+            return None
+        key = token.decode()
+        owner = self.owners.get(key)
+        if owner is None:
+            owner = self.owners[key] = pickle.loads(rest)
+            owner["token"] = key
+        return owner
+
+    def _tracker(self, owner: dict[str, Any]) -> Any:
+        """The tracker of ``owner``: a wider fixture's set-up pauses the test's tracker; a
+        new test closes the trackers of the tests before it."""
+        from .tracker import RecompileTracker
+
+        token = owner["token"]
+        if token == self.token:
+            return self.trackers[token]
+        before = self.trackers.get(self.token or "")
+        if before is not None:
+            before.pause()
+        if owner["kind"] == "test":
+            for old in [t for t in self.trackers if t != token]:
+                self._close(old, "closed")
+        tracker = self.trackers.get(token)
+        if tracker is None:
+            budget = owner["budget"]
+            if budget is not None and budget.fullgraph:
+                budget = replace(budget, fullgraph=None)  # judged from the breaks it records
+            tracker = RecompileTracker(
+                budget, mode=owner["mode"], reset=False, warm_start=True, listen=False
+            ).start()
+            self.trackers[token] = tracker
+        else:
+            tracker.resume()
+        self.token = token
+        return tracker
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def on_compile(self, event: Any) -> None:
+        from .tracker import RecompileBudgetExceeded
+
+        owner = self._owner()
+        if owner is None:
+            return
+        with self.lock:
+            tracker = self._tracker(owner)
+            try:
+                tracker.on_compile(event)
+            except RecompileBudgetExceeded as exc:
+                self._write(owner["token"], "stopped", str(exc))
+                raise
+            self._write(owner["token"], "compiling")
+
+    def on_end(self) -> None:
+        """A compile finished: what was recorded up to it is complete."""
+        with self.lock:
+            if self.token is not None and self.token in self.trackers:
+                self._write(self.token, "compiled")
+
+    def _close(self, token: str, state: str) -> None:
+        tracker = self.trackers.pop(token)
+        tracker.stop()
+        self._write(token, state, tracker=tracker)
+        if self.token == token:
+            self.token = None
+
+    def at_exit(self) -> None:
+        with self.lock:
+            for token in list(self.trackers):
+                try:
+                    self._close(token, "exited")
+                except Exception as exc:
+                    _say(f"could not write its last record: {type(exc).__name__}: {exc}")
+
+    def _rank(self) -> int | None:
+        """The rank, as last known (a process group destroyed before exit keeps it)."""
+        rank = process_rank()
+        if rank is not None:
+            self.rank = rank
+        return self.rank
+
+    # -- records --------------------------------------------------------------------------------
+
+    def _write(
+        self, token: str, state: str, stopped: str | None = None, tracker: Any = None
+    ) -> None:
+        """Append this owner's records as they are now: one line, one write."""
+        from .report import failure_message, summarize_test
+        from .verdict import Violation
+
+        tracker = tracker or self.trackers[token]
+        if stopped is not None:
+            self.stopped[token] = stopped
+        stopped = self.stopped.get(token)
+        owner = self.owners[token]
+        records = tracker.records
+        found = [v for v in tracker.violations() if v.kind != "unknown_function"]
+        budget = owner["budget"]
+        if budget is not None and budget.fullgraph and tracker.graph_breaks:
+            breaks = tuple(tracker.graph_breaks)
+            found.append(Violation("fullgraph", len(breaks), 0, budget.fullgraph, breaks=breaks))
+        line = {
+            "token": token,
+            "pid": os.getpid(),
+            "rank": self._rank(),
+            "command": _command(),
+            "state": state,
+            "summary": summarize_test(
+                records,
+                budget,
+                found,
+                tracker.graph_breaks,
+                cudagraph_recordings=tracker.cudagraph_recordings,
+                isolation="process",
+            ),
+            "message": stopped or (failure_message(records, found) if found else None),
+            "stopped": token in self.stopped,
+        }
+        data = (json.dumps(line, default=str) + "\n").encode()
+        if self.fd is None:
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.write(self.fd, data)

@@ -1,0 +1,259 @@
+"""Child processes of gated tests: the environment contract, and the parent's reading of
+the records children leave (the child's side: :mod:`.child`).
+
+The contract, while a gated session runs (``--recompile-processes=on``, the default):
+
+- ``PYTEST_RECOMPILE_SPOOL`` names a private directory (mode 0700) of the session;
+- ``PYTHONPATH`` starts with the plugin's ``_startup`` directory, whose ``sitecustomize``
+  starts recording in a Python child once it imports ``torch._dynamo`` (and then runs the
+  ``sitecustomize`` it shadows);
+- the spool's ``owner`` file names the test or wider fixture running now, with its rules;
+  a long-lived worker reads it at each compile, so each compile goes to whoever runs then;
+- a forked child drops the parent's hook and records under its own pid (``os.register_at_fork``);
+- each recording process appends one JSON line per change to its own file in the spool.
+
+The session restores ``PYTHONPATH`` and removes the spool when it ends; killed, it leaves
+only the spool directory under the system's temporary directory, and nothing in the user's
+environment or site-packages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import tempfile
+from collections.abc import Iterable
+from typing import Any
+
+from .markers import Budget
+from .names import PREFIX, SPOOL_ENV, SPOOL_OWNER
+
+STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_startup")
+_FORK_HOOK: list[bool] = []
+
+
+def forked_in_session() -> None:
+    """A fork of the pytest process: the gate's hooks and records are the parent's."""
+    if os.environ.get(SPOOL_ENV):
+        from . import child
+
+        child.after_fork()
+    else:
+        from . import _torch
+
+        _torch.forget_compile_hooks()
+
+
+class Spool:
+    """The session's side of the contract: the environment, the owner file, the records."""
+
+    def __init__(self) -> None:
+        self.root = tempfile.mkdtemp(prefix="pytest-recompile-")
+        self._environ: dict[str, str | None] = {}
+        self._offsets: dict[str, int] = {}
+        self._tails: dict[str, bytes] = {}  # a line still being written
+        self._torn: set[str] = set()
+        self._last: dict[tuple[str, str], dict[str, Any]] = {}  # (file, token) -> last line
+        self._count = 0
+        self._owners: dict[str, bytes] = {}  # token -> the owner, pickled
+        self.silence()
+        for name, value in ((SPOOL_ENV, self.root), ("PYTHONPATH", self._pythonpath())):
+            self._environ[name] = os.environ.get(name)
+            os.environ[name] = value
+
+    @staticmethod
+    def _pythonpath() -> str:
+        old = os.environ.get("PYTHONPATH")
+        return STARTUP if not old else STARTUP + os.pathsep + old
+
+    def close(self) -> None:
+        for name, value in self._environ.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._environ.clear()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # -- the owner ------------------------------------------------------------------------------
+
+    def announce(self, kind: str, name: str, budget: Budget | None, mode: str) -> str:
+        """Name the test or wider fixture whose compiles children make from now on."""
+        self._count += 1
+        token = f"{kind[0]}{self._count}"
+        self._owners[token] = pickle.dumps(
+            {"kind": kind, "name": name, "budget": budget, "mode": mode}
+        )
+        self.resume(token)
+        return token
+
+    def resume(self, token: str | None) -> None:
+        """Hand children's compiles back to ``token`` (None: to nobody)."""
+        if token is None:
+            self.silence()
+        else:
+            self._write_owner(token.encode() + b"\n" + self._owners[token])
+
+    def silence(self) -> None:
+        """No gated test runs: children record nothing."""
+        self._write_owner(b"\n")
+
+    def _write_owner(self, data: bytes) -> None:
+        path = os.path.join(self.root, SPOOL_OWNER)
+        with open(path + ".new", "wb") as f:
+            f.write(data)
+        os.replace(path + ".new", path)
+
+    # -- the records ----------------------------------------------------------------------------
+
+    def _read(self) -> None:
+        """Read what every child appended since the last read."""
+        for name in sorted(os.listdir(self.root)):
+            if not name.endswith(".jsonl"):
+                continue
+            with open(os.path.join(self.root, name), "rb") as f:
+                f.seek(self._offsets.get(name, 0))
+                data = self._tails.pop(name, b"") + f.read()
+                self._offsets[name] = f.tell()
+            *lines, tail = data.split(b"\n")
+            if tail:
+                self._tails[name] = tail
+            for raw in lines:
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    self._torn.add(name)
+                    continue
+                self._last[(name, line["token"])] = line
+
+    def processes(self, tokens: Iterable[str]) -> list[dict[str, Any]]:
+        """One entry per child process that compiled for these owners (JSON-ready)."""
+        self._read()
+        wanted = set(tokens)
+        found = []
+        for (name, token), line in self._last.items():
+            if token not in wanted:
+                continue
+            alive = _alive(int(line["pid"]))
+            problem = None
+            if name in self._torn or (name in self._tails and not alive):
+                problem = "a record cut short"
+            elif line["state"] == "compiling" and not alive:
+                problem = "it ended while compiling"
+            found.append(process_entry(line, problem, alive))
+        return sorted(found, key=lambda p: (p["rank"] is None, p["rank"] or 0, p["pid"]))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def process_entry(line: dict[str, Any], problem: str | None, alive: bool) -> dict[str, Any]:
+    """A child's last record for one owner, as the test's report carries it. ``ended``:
+    ``exited`` (its exit handlers ran), ``running``, or ``no exit record`` (``os._exit``, a
+    signal, or a forked worker that multiprocessing ends so)."""
+    summary = line["summary"]
+    ended = "running" if alive else "no exit record"
+    return {
+        "pid": line["pid"],
+        "rank": line["rank"],
+        "command": line["command"],
+        "ended": "exited" if line["state"] == "exited" else ended,
+        "complete": problem is None,
+        "problem": problem,
+        "recompiles": summary["recompiles"],
+        "compile_seconds": summary["compile_seconds"],
+        "recompile_seconds": summary["recompile_seconds"],
+        "violations": summary["violations"],
+        "limit_hit": summary["limit_hit"],
+        "functions": summary["functions"],
+        "graph_breaks": summary["graph_breaks"],
+        "stopped": line["stopped"],
+        "message": line["message"],
+    }
+
+
+def who(process: dict[str, Any]) -> str:
+    """``rank 1 (pid 4242)``, or ``pid 4242 (python -c ...)`` for a child without a rank."""
+    if process["rank"] is not None:
+        return f"rank {process['rank']} (pid {process['pid']})"
+    return f"pid {process['pid']} ({process['command']})"
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else "twice" if count == 2 else f"{count} times"
+
+
+def _why(function: dict[str, Any]) -> str:
+    labels = []
+    for recompile in function["recompiles"]:
+        for reason in recompile["reasons"][:1]:
+            detail = f" {reason['detail']}" if reason.get("detail") else ""
+            labels.append(f"{reason['kind']}{detail}")
+    return ", ".join(dict.fromkeys(labels)) or "no reason given"
+
+
+def divergence(processes: list[dict[str, Any]]) -> str | None:
+    """``ranks diverge: rank 0 recompiled `forward` once (TENSOR_MATCH size), rank 1 did
+    not``: ranks that compiled a shared function a different number of times, or for
+    different guard kinds (None: they agree, or fewer than two ranks)."""
+    by_rank: dict[int, dict[str, dict[str, Any]]] = {}
+    for process in processes:
+        if process["rank"] is None:
+            continue
+        functions = by_rank.setdefault(process["rank"], {})
+        for fn in process["functions"]:
+            functions.setdefault(fn["qualname"], {"recompiles": []})["recompiles"] += fn[
+                "recompiles"
+            ]
+    if len(by_rank) < 2:
+        return None
+    parts = []
+    names = sorted({name for functions in by_rank.values() for name in functions})
+    for name in names:
+        seen = {
+            rank: functions.get(name, {"recompiles": []}) for rank, functions in by_rank.items()
+        }
+        shapes = {
+            (len(fn["recompiles"]), _why(fn) if fn["recompiles"] else "") for fn in seen.values()
+        }
+        if len(shapes) < 2:
+            continue
+        words = [
+            f"rank {rank} recompiled `{name}` {_times(len(fn['recompiles']))} ({_why(fn)})"
+            if fn["recompiles"]
+            else f"rank {rank} did not"
+            for rank, fn in sorted(seen.items())
+        ]
+        parts.append(", ".join(words))
+    return f"ranks diverge: {'; '.join(parts)}" if parts else None
+
+
+def failure_lines(processes: list[dict[str, Any]]) -> list[str]:
+    """The children's broken rules, each child's message under its rank and pid."""
+    lines = []
+    for process in processes:
+        if not process["violations"] or not process["message"]:
+            continue
+        first, *rest = str(process["message"]).splitlines()
+        lines.append(f"{PREFIX} {who(process)}: {first.removeprefix(PREFIX).strip()}")
+        lines += [f"  {line}" for line in rest]
+    return lines
+
+
+def notes(processes: list[dict[str, Any]]) -> list[str]:
+    """Children that ended without a complete record."""
+    return [
+        f"{who(p)} ended without a complete record ({p['problem']}): its compiles up to its "
+        "last complete record are counted"
+        for p in processes
+        if not p["complete"]
+    ]
