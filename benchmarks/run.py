@@ -30,6 +30,12 @@ depend on the machine; the ratios are what the targets are about.
 7. first called inside tests: the same model compiled at module level and first called
    inside the tests. Isolation drops what each test compiled, so every gated test compiles
    it again (its cost is what the summary reports as isolation); the ratio, no target.
+8. child processes that compile: inside one gated test, blocks of 2 spawned children that
+   import torch and compile one function, alternated ABBA with the child-process contract
+   in their environment (B: they record into the spool) and without it (A: what an ungated
+   run's children do). Target <= 1.05.
+9. child processes that do nothing: the same with blocks of 20 ``python -c pass``
+   children. Target <= 1.02.
 """
 
 from __future__ import annotations
@@ -222,6 +228,63 @@ def write_hot_suite(root: Path, calls: int) -> None:
     )
 
 
+def write_children_suite(root: Path, blocks: int, plain: int) -> None:
+    """One gated test timing blocks of children with the contract's environment (B) and
+    without it (A), ABBA: both kinds of children in one process, side by side."""
+    (root / "test_children.py").write_text(
+        textwrap.dedent(
+            f"""
+            import json, multiprocessing, os, subprocess, sys, time
+
+            CONTRACT = ("PYTEST_RECOMPILE_SPOOL", "PYTHONPATH")
+
+            def compile_one():
+                import torch
+                f = torch.compile(lambda x: x * 2 + 1, backend="eager")
+                f(torch.ones(4))
+
+            def spawn_two():
+                ctx = multiprocessing.get_context("spawn")
+                children = [ctx.Process(target=compile_one) for _ in range(2)]
+                for child in children:
+                    child.start()
+                for child in children:
+                    child.join()
+                    assert child.exitcode == 0
+
+            def plain():
+                for _ in range({plain}):
+                    subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+            def timed(block, contract):
+                saved = {{name: os.environ.get(name) for name in CONTRACT}}
+                if not contract:
+                    for name in CONTRACT:
+                        os.environ.pop(name, None)
+                try:
+                    start = time.perf_counter()
+                    block()
+                    return time.perf_counter() - start
+                finally:
+                    for name, value in saved.items():
+                        if value is not None:
+                            os.environ[name] = value
+
+            def test_children():
+                assert os.environ.get("PYTEST_RECOMPILE_SPOOL"), "run it gated"
+                times = {{"compile": {{"a": [], "b": []}}, "plain": {{"a": [], "b": []}}}}
+                for kind, block in (("compile", spawn_two), ("plain", plain)):
+                    timed(block, True)  # warm the file system for both
+                    for i in range(2 * {blocks}):
+                        contract = (i % 4) in (1, 2)
+                        times[kind]["b" if contract else "a"].append(timed(block, contract))
+                with open(os.environ["BENCH_OUT"], "w") as out:
+                    json.dump(times, out)
+            """
+        )
+    )
+
+
 def write_step_conftest(root: Path, backend: str) -> None:
     """Start the compiler up once at collection, on a function of its own, as the tests
     before this one would have in a real suite: the time to verdict is then the test's own
@@ -372,7 +435,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="recompile-bench-") as tmp:
         root = Path(tmp)
         dirs = {
-            name: root / name for name in ("startup", "gated", "hot", "step", "warmed", "inside")
+            name: root / name
+            for name in ("startup", "gated", "hot", "step", "warmed", "inside", "children")
         }
         for path in dirs.values():
             path.mkdir()
@@ -385,8 +449,9 @@ def main() -> int:
         model_tests = 4 if quick else 20
         write_transformer_suite(dirs["warmed"], model_tests, backend, warmed=True)
         write_transformer_suite(dirs["inside"], model_tests, backend, warmed=False)
+        write_children_suite(dirs["children"], 1 if quick else reps, 20)
 
-        print(f"1/7 start-up ({reps * 2} x 2 runs)", file=sys.stderr)
+        print(f"1/9 start-up ({reps * 2} x 2 runs)", file=sys.stderr)
         start = dirs["startup"]
         off = ["--collect-only", *QUIET, "-p", "no:recompile"]
         on = ["--collect-only", *QUIET]
@@ -413,7 +478,7 @@ def main() -> int:
                    float("inf") if counted else 1.02)
         )  # fmt: skip
 
-        print(f"2/7 gated suite ({reps} x 2 runs)", file=sys.stderr)
+        print(f"2/9 gated suite ({reps} x 2 runs)", file=sys.stderr)
         gated = dirs["gated"]
         run_pytest(gated, [*QUIET, "test_gated.py", "-p", "no:recompile"])  # warm caches
         a, b = interleaved(
@@ -434,7 +499,7 @@ def main() -> int:
         )
         breakdown = where_the_time_goes(gated, sizes["gated_tests"])
 
-        print(f"3/7 hot path ({reps} runs, blocks interleaved in each)", file=sys.stderr)
+        print(f"3/9 hot path ({reps} runs, blocks interleaved in each)", file=sys.stderr)
         hot = dirs["hot"]
         out = hot / "elapsed.json"
         os.environ["BENCH_OUT"] = str(out)
@@ -449,7 +514,7 @@ def main() -> int:
                    blocks["a"], blocks["b"], 1.02)
         )  # fmt: skip
 
-        print(f"4/7 fail-fast saving ({verdict_reps} x 2 runs, cold and warm)", file=sys.stderr)
+        print(f"4/9 fail-fast saving ({verdict_reps} x 2 runs, cold and warm)", file=sys.stderr)
         step = dirs["step"]
         junit = step / "junit.xml"
         ungated = [*QUIET, f"--junitxml={junit}", "-p", "no:recompile"]
@@ -487,7 +552,7 @@ def main() -> int:
                    [r.seconds for r in b], float("inf"))
         )  # fmt: skip
 
-        print("5/7 memory (from the gated suite runs)", file=sys.stderr)
+        print("5/9 memory (from the gated suite runs)", file=sys.stderr)
         results.append(
             Result("memory: peak RSS of the gated suite", "-p no:recompile",
                    "--recompile-budget", memory[0], memory[1], 1.05, unit="MiB")
@@ -500,7 +565,7 @@ def main() -> int:
             ),
             start=6,
         ):
-            print(f"{index}/7 {label} ({verdict_reps} x 2 runs)", file=sys.stderr)
+            print(f"{index}/9 {label} ({verdict_reps} x 2 runs)", file=sys.stderr)
             where = dirs[key]
 
             def fresh_cache(where: Path = where) -> dict[str, str]:
@@ -522,6 +587,24 @@ def main() -> int:
                        "-p no:recompile", "--recompile-budget", [r.seconds for r in a],
                        [r.seconds for r in b], target)
             )  # fmt: skip
+
+        print(f"8-9/9 child processes ({reps} blocks of each, interleaved)", file=sys.stderr)
+        kids = dirs["children"]
+        out = kids / "elapsed.json"
+        os.environ["BENCH_OUT"] = str(out)
+        done = run_pytest(kids, [*QUIET, "--recompile-budget"])
+        assert done.rc == 0, "the children benchmark must pass"
+        times = json.loads(out.read_text())
+        results.append(
+            Result("child processes that compile: 2 spawned children importing torch and "
+                   "compiling one function, per block", "no contract (ungated run)",
+                   "contract (gated run)", times["compile"]["a"], times["compile"]["b"], 1.05)
+        )  # fmt: skip
+        results.append(
+            Result("child processes that do nothing: 20 `python -c pass` children, per block",
+                   "no contract (ungated run)", "contract (gated run)", times["plain"]["a"],
+                   times["plain"]["b"], 1.02)
+        )  # fmt: skip
 
     print_table(results, reps, quick, added_ms, breakdown)
     return 0 if quick or all(r.met for r in results) else 1

@@ -350,13 +350,16 @@ class Gate:
             self._note_order(item)
         children, told = self._contained(self._children_verdict, item, tracker) or (None, None)
         decided = tracker.outcome(failure, str(item.config.rootpath))
-        section = "\n".join(filter(None, [decided.section, told]))
+        section = decided.section
         fail = decided.fail
         if children and self.settings.enforced:
+            children = "\n".join(filter(None, [children, told and _indented(told)]))
             item.stash[CHILDREN_FAILED_KEY] = children  # unittest reports its own error
             fail = "\n".join(filter(None, [fail, children, _raised(failure)]))
-        elif children:
-            section = "\n".join(filter(None, [section, children]))
+        elif fail:
+            fail = "\n".join(filter(None, [fail, told and _indented(told)]))
+        else:
+            section = "\n".join(filter(None, [section, children, told]))
         if section:
             item.add_report_section("call", "recompile", section)
         if fail:  # outside the except block: no chained torch traceback
@@ -601,6 +604,10 @@ def stopped_early(session: pytest.Session, exitstatus: int, interrupt: str | Non
             return "errors during collection"
         return "interrupted (pytest.exit or errors during collection)"
     return None
+
+
+def _indented(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())
 
 
 def _raised(failure: BaseException | None) -> str | None:

@@ -27,5 +27,7 @@ def test_benchmark_quick_mode_runs() -> None:
         "memory",
         "warmed in a module fixture",
         "first called inside the tests",
+        "child processes that compile",
+        "child processes that do nothing",
     ]
     assert "Added per gated test, median difference / tests:" in proc.stdout

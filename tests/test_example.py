@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
+import sys
 from glob import escape as esc
 from pathlib import Path
 
@@ -66,3 +69,35 @@ def test_the_ci_workflow_command_works_as_written(
     markdown = (pytester.path / "recompiles.md").read_text()
     assert (pytester.path / "step_summary.md").read_text() == markdown
     assert "| `examples/test_tinytrainer.py::test_train_with_python_step_counter` |" in markdown
+
+
+def _pasted(section: str) -> list[str]:
+    """The output pasted in a README section's first code block, after its command line."""
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    body = readme.split(f"## {section}\n", 1)[1]
+    block = body.split("```\n", 2)[1]
+    return block.splitlines()
+
+
+def test_the_readme_ddp_failure_is_what_the_example_prints() -> None:
+    """The DDP failure pasted in the README, against a real run of the example (pids and
+    paths vary by machine)."""
+    command, *pasted = _pasted("Child processes and ranks")
+    assert command == "$ pytest examples/ddp_example.py --recompile-budget"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *command.split()[2:], "-p", "no:randomly",
+         "-p", "no:cacheprovider"],
+        cwd=EXAMPLES.parent, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    out = proc.stdout.splitlines()
+    for line in pasted:
+        pattern = re.escape(line)
+        pattern = re.sub(r"pid\\ \d+", r"pid\\ \\d+", pattern)
+        pattern = re.sub(
+            r"\S*torch/nn/parallel/distributed\\.py:\d+",
+            r"\\S*torch/nn/parallel/distributed\\.py:\\d+",
+            pattern,
+        )
+        assert any(re.fullmatch(pattern, got) for got in out), (line, proc.stdout[-4000:])
+    assert "1 failed, 1 passed" in out[-1]
