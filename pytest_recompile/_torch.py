@@ -757,9 +757,20 @@ def install_compile_hook(
 
 
 def forget_compile_hooks() -> None:
-    """Drop every callback (a forked child: the parent's gate and trackers live on in the
-    parent, not here); torch keeps the one hook, which calls nothing until a new callback."""
+    """Drop every callback and the plugin's compile callbacks (a forked child: the parent's
+    gate and trackers live on in the parent, not here, and a lock another thread of the parent
+    held is held forever here); torch keeps the one hook, which calls nothing until a new
+    callback."""
     _SUBSCRIBERS.clear()
+    if _CALLBACKS:
+        from torch._dynamo.callback import callback_handler
+
+        for on_start, on_finish in _CALLBACKS:
+            if on_start in callback_handler.start_callbacks:
+                callback_handler.remove_start_callback(on_start)
+            if on_finish in getattr(callback_handler, "end_callbacks", ()):
+                callback_handler.remove_end_callback(on_finish)
+        _CALLBACKS.clear()
 
 
 # --- guard trees -----------------------------------------------------------------------------
@@ -925,6 +936,9 @@ def graph_break_error(exc: BaseException) -> GraphBreak | None:
 # --- CUDA graphs ---------------------------------------------------------------------------------
 
 
+_CALLBACKS: list[tuple[Callable[..., None], Callable[..., None]]] = []  # the blocks' own
+
+
 @dataclass(frozen=True)
 class CompileCallbacks:
     """What a block's compile callbacks collect, and how to put them back after a reset."""
@@ -968,9 +982,13 @@ def block_callbacks(on_end: Callable[[], None]) -> Iterator[CompileCallbacks]:
             callback_handler.register_end_callback(on_finish)
 
     rearm()
+    pair = (on_start, on_finish)
+    _CALLBACKS.append(pair)
     try:
         yield CompileCallbacks(found, rearm)
     finally:
+        if pair in _CALLBACKS:
+            _CALLBACKS.remove(pair)
         if on_start in callback_handler.start_callbacks:
             callback_handler.remove_start_callback(on_start)
         if ends and on_finish in callback_handler.end_callbacks:

@@ -90,6 +90,7 @@ class Recorder:
         from . import _torch
 
         self.spool = spool
+        self.pid = os.getpid()  # a fork inherits this object's exit handler: not its to run
         self.path = os.path.join(spool, f"p{os.getpid()}-{os.urandom(3).hex()}.jsonl")
         self.fd: int | None = None
         self.trackers: dict[str, Any] = {}  # owner token -> RecompileTracker
@@ -169,6 +170,8 @@ class Recorder:
 
     def on_end(self) -> None:
         """A compile finished: what was recorded up to it is complete."""
+        if os.getpid() != self.pid:
+            return
         with self.lock:
             if self.token is not None and self.token in self.trackers:
                 self._write(self.token, "compiled")
@@ -181,6 +184,8 @@ class Recorder:
             self.token = None
 
     def at_exit(self) -> None:
+        if os.getpid() != self.pid:
+            return
         with self.lock:
             for token in list(self.trackers):
                 try:

@@ -110,10 +110,11 @@ class Spool:
 
     def _read(self) -> None:
         """Read what every child appended since the last read."""
-        for name in sorted(os.listdir(self.root)):
-            if not name.endswith(".jsonl"):
-                continue
-            with open(os.path.join(self.root, name), "rb") as f:
+        for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
+            name = entry.name
+            if not name.endswith(".jsonl") or entry.stat().st_size == self._offsets.get(name):
+                continue  # not a record, or nothing new since the last read
+            with open(entry.path, "rb") as f:
                 f.seek(self._offsets.get(name, 0))
                 data = self._tails.pop(name, b"") + f.read()
                 self._offsets[name] = f.tell()
