@@ -22,6 +22,15 @@ SAMPLES = 15  # 8 for rank 0 (batches of 4, 4), 7 for rank 1 (4, 3)
 BATCH = 4
 
 
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x).relu()
+
+
 def train(rank: int, world: int, port: int, dynamic_batch: bool) -> None:
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
@@ -29,14 +38,15 @@ def train(rank: int, world: int, port: int, dynamic_batch: bool) -> None:
     try:
         torch.manual_seed(0)
         data = torch.randn(SAMPLES, 8)[rank::world]
-        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 2))
-        step = torch.compile(model, backend="eager")
+        # The model compiled inside DDP: torch 2.7 and 2.8 graph-break in DDP's own forward
+        # before the input, so torch.compile(ddp_model) guards nothing on the batch there.
+        model = torch.nn.parallel.DistributedDataParallel(torch.compile(Net(), backend="eager"))
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for start in range(0, len(data), BATCH):
             batch = data[start : start + BATCH]
             if dynamic_batch:
                 torch._dynamo.mark_dynamic(batch, 0)
-            step(batch).square().mean().backward()
+            model(batch).square().mean().backward()
             optimizer.step()
             optimizer.zero_grad()
     finally:

@@ -67,19 +67,23 @@ def read_baseline(path: str, where: str) -> dict[str, int]:
 
 
 def baseline_document(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The baseline of a run: every gated test that recompiled, with its counts."""
+    """The baseline of a run: every gated test that recompiled, with its counts (a budget
+    applies to each process: the count of the process that recompiled most, and each
+    function's most in one process)."""
+    from .report import per_process
+
     tests = {}
     for nodeid in sorted(results):
         data = results[nodeid]
-        if data["recompiles"]:
-            tests[nodeid] = {
-                "recompiles": data["recompiles"],
-                "functions": {
-                    f["qualname"]: len(f["recompiles"])
-                    for f in data["functions"]
-                    if f["recompiles"]
-                },
-            }
+        if per_process(data):
+            functions: dict[str, int] = {}
+            for fns in [data["functions"], *(p["functions"] for p in data.get("processes", ()))]:
+                for f in fns:
+                    if f["recompiles"]:
+                        functions[f["qualname"]] = max(
+                            functions.get(f["qualname"], 0), len(f["recompiles"])
+                        )
+            tests[nodeid] = {"recompiles": per_process(data), "functions": functions}
     return {"schema": BASELINE_SCHEMA, "version": BASELINE_VERSION, "tests": tests}
 
 

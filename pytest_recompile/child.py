@@ -98,6 +98,7 @@ class Recorder:
         self.token: str | None = None
         self.rank: int | None = None
         self.stopped: dict[str, str] = {}  # owner token -> the message of the refused compile
+        self.faulted = False  # an internal error was told already
         self.lock = threading.RLock()
         self.remove = _torch.install_compile_hook(self.on_compile)
         self.callbacks = _torch.block_callbacks(self.on_end)
@@ -156,25 +157,45 @@ class Recorder:
     def on_compile(self, event: Any) -> None:
         from .tracker import RecompileBudgetExceeded
 
-        owner = self._owner()
-        if owner is None:
-            return
-        with self.lock:
-            tracker = self._tracker(owner)
-            try:
-                tracker.on_compile(event)
-            except RecompileBudgetExceeded as exc:
-                self._write(owner["token"], "stopped", str(exc))
-                raise
-            self._write(owner["token"], "compiling")
+        try:
+            owner = self._owner()
+            if owner is None:
+                return
+            with self.lock:
+                tracker = self._tracker(owner)
+                try:
+                    tracker.on_compile(event)
+                except RecompileBudgetExceeded as exc:
+                    self._write(owner["token"], "stopped", str(exc))
+                    raise
+                self._write(owner["token"], "compiling")
+        except RecompileBudgetExceeded:
+            raise
+        except Exception as exc:
+            self._fault("on_compile", exc)
 
     def on_end(self) -> None:
         """A compile finished: what was recorded up to it is complete."""
         if os.getpid() != self.pid:
             return
-        with self.lock:
-            if self.token is not None and self.token in self.trackers:
-                self._write(self.token, "compiled")
+        try:
+            with self.lock:
+                if self.token is not None and self.token in self.trackers:
+                    self._write(self.token, "compiled")
+        except Exception as exc:
+            self._fault("on_end", exc)
+
+    def _fault(self, where: str, exc: Exception) -> None:
+        """An internal error is never the child's: told to the parent (and on stderr, if
+        even that fails), once per process."""
+        if self.faulted:
+            return
+        self.faulted = True
+        text = f"internal error in a child's {where}: {type(exc).__name__}: {exc}; it went on"
+        try:
+            self._append({"token": self.token or "", "pid": os.getpid(), "fault": text})
+        except Exception:
+            _say(text)
 
     def _close(self, token: str, state: str) -> None:
         tracker = self.trackers.pop(token)
@@ -237,6 +258,10 @@ class Recorder:
             "message": stopped or (failure_message(records, found) if found else None),
             "stopped": token in self.stopped,
         }
+        self._append(line)
+
+    def _append(self, line: dict[str, Any]) -> None:
+        """One line, one write: a reader never sees half a line but the last one."""
         data = (json.dumps(line, default=str) + "\n").encode()
         if self.fd is None:
             self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

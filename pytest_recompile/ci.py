@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from .guards import hint_for, label_for
 from .processes import who
-from .report import INCOMPLETE, TestSummary, guard_text, plural, relative
+from .report import INCOMPLETE, TestSummary, guard_text, per_process, plural, relative
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
 # per step (docs.github.com: "Adding a job summary").
@@ -145,9 +145,9 @@ def _function_rows(results: Results, root: str) -> list[str]:
 
 def _tighten_rows(results: Results) -> list[str]:
     return [
-        f"- {_code(nodeid)}: {plural(data['recompiles'], 'recompile')}, baseline {data['baseline']}"
+        f"- {_code(nodeid)}: {plural(per_process(data), 'recompile')}, baseline {data['baseline']}"
         for nodeid, (_, data) in sorted(results.items())
-        if data["baseline"] is not None and data["recompiles"] < data["baseline"]
+        if data["baseline"] is not None and per_process(data) < data["baseline"]
     ]
 
 

@@ -208,6 +208,9 @@ class Gate:
         if self.spool is None or not any(tokens):
             return []
         found = self._contained(self.spool.processes, [t for t in tokens if t])
+        for fault in self.spool.faults:
+            self.ledger.fault(fault)
+        self.spool.faults.clear()
         return found or []
 
     def _note_children(self, item: pytest.Item, tracker: RecompileTracker) -> list[dict[str, Any]]:
@@ -352,6 +355,7 @@ class Gate:
         decided = tracker.outcome(failure, str(item.config.rootpath))
         section = decided.section
         fail = decided.fail
+        item.stash[CHILDREN_FAILED_KEY] = ""  # an earlier attempt's (reruns) is not this one's
         if children and self.settings.enforced:
             children = "\n".join(filter(None, [children, told and _indented(told)]))
             item.stash[CHILDREN_FAILED_KEY] = children  # unittest reports its own error

@@ -58,6 +58,7 @@ class Spool:
         self._last: dict[tuple[str, str], dict[str, Any]] = {}  # (file, token) -> last line
         self._count = 0
         self._owners: dict[str, bytes] = {}  # token -> the owner, pickled
+        self.faults: list[str] = []  # internal errors children told (taken by the gate)
         self.silence()
         for name, value in ((SPOOL_ENV, self.root), ("PYTHONPATH", self._pythonpath())):
             self._environ[name] = os.environ.get(name)
@@ -127,7 +128,10 @@ class Spool:
                 except ValueError:
                     self._torn.add(name)
                     continue
-                self._last[(name, line["token"])] = line
+                if "fault" in line:
+                    self.faults.append(f"pid {line['pid']}: {line['fault']}")
+                else:
+                    self._last[(name, line["token"])] = line
 
     def processes(self, tokens: Iterable[str]) -> list[dict[str, Any]]:
         """One entry per child process that compiled for these owners (JSON-ready)."""

@@ -80,8 +80,7 @@ def _pasted(section: str) -> list[str]:
 
 
 def test_the_readme_ddp_failure_is_what_the_example_prints() -> None:
-    """The DDP failure pasted in the README, against a real run of the example (pids and
-    paths vary by machine)."""
+    """The DDP failure pasted in the README, against a real run of the example (pids vary)."""
     command, *pasted = _pasted("Child processes and ranks")
     assert command == "$ pytest examples/ddp_example.py --recompile-budget"
     proc = subprocess.run(
@@ -94,10 +93,5 @@ def test_the_readme_ddp_failure_is_what_the_example_prints() -> None:
     for line in pasted:
         pattern = re.escape(line)
         pattern = re.sub(r"pid\\ \d+", r"pid\\ \\d+", pattern)
-        pattern = re.sub(
-            r"\S*torch/nn/parallel/distributed\\.py:\d+",
-            r"\\S*torch/nn/parallel/distributed\\.py:\\d+",
-            pattern,
-        )
         assert any(re.fullmatch(pattern, got) for got in out), (line, proc.stdout[-4000:])
     assert "1 failed, 1 passed" in out[-1]

@@ -19,7 +19,10 @@ from snippets import outcomes, read_json
 from pytest_recompile import processes
 from pytest_recompile.names import SPOOL_ENV
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="fork and gloo set-up")
+pytestmark = [
+    pytest.mark.processes,
+    pytest.mark.skipif(sys.platform == "win32", reason="fork and gloo set-up"),
+]
 
 DDP = """
 import os, socket
@@ -35,16 +38,25 @@ def _port():
         return s.getsockname()[1]
 
 
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
 def _train(rank, world, port, batches):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         torch.manual_seed(0)
-        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))
-        step = torch.compile(model, backend="eager")
+        # compiled inside DDP: torch 2.7 graph-breaks in DDP's forward before the input
+        model = torch.nn.parallel.DistributedDataParallel(torch.compile(Net(), backend="eager"))
         for n in batches[rank]:
-            step(torch.randn(n, 4)).sum().backward()
+            model(torch.randn(n, 4)).sum().backward()
     finally:
         dist.destroy_process_group()
 
@@ -100,14 +112,13 @@ def test_ddp_over_gloo_one_rank_recompiles(pytester: pytest.Pytester) -> None:
     }, result.stdout.str()
     text = result.stdout.str()
     assert re.search(
-        r"pytest-recompile: rank 1 \(pid \d+\): 1 recompile of DistributedDataParallel\.forward "
-        r"\(TENSOR_MATCH\(size\): tensor 'args\[0\]' size mismatch at index 0\. expected 8, "
+        r"pytest-recompile: rank 1 \(pid \d+\): 1 recompile of Net\.forward "
+        r"\(TENSOR_MATCH\(size\): tensor 'x' size mismatch at index 0\. expected 8, "
         r"actual 6\), budget 0 \(--recompile-budget=0\)",
         text,
     ), text
     assert (
-        "ranks diverge: rank 0 did not, rank 1 recompiled `DistributedDataParallel.forward` "
-        "once (TENSOR_MATCH size)"
+        "ranks diverge: rank 0 did not, rank 1 recompiled `Net.forward` once (TENSOR_MATCH size)"
     ) in text
     assert "the test itself raised ProcessRaisedException" in text
     tests = _tests(pytester)
@@ -137,12 +148,12 @@ def test_ddp_over_gloo_one_rank_recompiles(pytester: pytest.Pytester) -> None:
         r'name="recompile_processes" value="rank 0 \(pid \d+\): 0; rank 1 \(pid \d+\): 1"', junit
     ), junit
     assert re.search(
-        r"::error file=.*distributed\.py,line=\d+,title=.*1 recompile of "
-        r"DistributedDataParallel\.forward in rank 1 \(pid \d+\)",
+        r"::error file=test_it\.py,line=\d+,title=.*1 recompile of "
+        r"Net\.forward in rank 1 \(pid \d+\)",
         text,
     ), text
     markdown = (pytester.path / "s.md").read_text()
-    assert re.search(r"`DistributedDataParallel\.forward` in rank 1 \(pid \d+\)", markdown)
+    assert re.search(r"`Net\.forward` in rank 1 \(pid \d+\)", markdown)
 
 
 def test_ddp_under_xdist_and_off(pytester: pytest.Pytester) -> None:
@@ -153,7 +164,7 @@ def test_ddp_under_xdist_and_off(pytester: pytest.Pytester) -> None:
         "test_equal_batches": "passed",
         "test_ranks_must_agree": "failed",
     }, result.stdout.str()
-    result.stdout.re_match_lines([r".*rank 1 \(pid \d+\): 1 recompile of Distributed.*"])
+    result.stdout.re_match_lines([r".*rank 1 \(pid \d+\): 1 recompile of Net\.forward.*"])
     assert len(_tests(pytester)["test_equal_batches"]["processes"]) == 2
     off = _run(pytester, DDP, "--recompile-budget=0", "--recompile-processes=off")
     assert outcomes(off) == {
@@ -523,3 +534,76 @@ def test_gate_errors_cross_process_boundaries() -> None:
         assert type(copy) is type(error)
         assert str(copy) == str(error)
         assert copy.from_child
+
+
+BASELINE = """
+import subprocess, sys, textwrap
+
+CHILD = textwrap.dedent(\'\'\'
+    import torch
+
+    @torch.compile(backend="eager")
+    def k(x):
+        return x * 3
+
+    k(torch.ones(2))
+    k(torch.ones(3))
+\'\'\')
+
+
+def test_child_recompiles_once():
+    subprocess.run([sys.executable, "-c", CHILD], check=True, capture_output=True)
+"""
+
+
+def test_baseline_counts_the_process_that_recompiled_most(pytester: pytest.Pytester) -> None:
+    """A budget applies to each process, so a baseline records the most one process made."""
+    update = _run(pytester, BASELINE, "--recompile-baseline=b.json", "--recompile-baseline-update")
+    assert update.ret == 0, update.stdout.str()
+    baseline = read_json(str(pytester.path / "b.json"))
+    (entry,) = baseline["tests"].values()
+    assert entry == {"recompiles": 1, "functions": {"k": 1}}
+    gated = _run(pytester, BASELINE, "--recompile-baseline=b.json", "--recompile-budget=0")
+    assert outcomes(gated) == {"test_child_recompiles_once": "passed"}, gated.stdout.str()
+
+
+FAULTY_CHILD = """
+import subprocess, sys, textwrap
+
+CHILD = textwrap.dedent(\'\'\'
+    import torch
+    f = torch.compile(lambda x: x + 1, backend="eager")
+    f(torch.ones(2))
+    f(torch.ones(3))
+    print("the child ran to its end")
+\'\'\')
+
+
+def test_child_with_a_faulty_recorder():
+    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True)
+    assert "the child ran to its end" in out.stdout, out.stderr[-3000:]
+"""
+
+
+def test_an_internal_error_in_a_child_is_contained_and_named_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault of the child's recorder (injected by a sitecustomize the plugin's chains to)
+    never breaks the child; the parent names it once."""
+    site = pytester.mkdir("faulty")
+    (site / "sitecustomize.py").write_text(
+        "from pytest_recompile import child\n"
+        "def broken(self, *args, **kwargs):\n"
+        "    raise RuntimeError('injected')\n"
+        "child.Recorder._write = broken\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    result = _run(pytester, FAULTY_CHILD, "--recompile-budget=0")
+    assert outcomes(result) == {"test_child_with_a_faulty_recorder": "passed"}
+    faults = [line for line in result.stdout.lines if "internal error contained" in line]
+    assert len(faults) == 1, result.stdout.str()
+    assert re.search(
+        r"pid \d+: internal error in a child's on_compile: RuntimeError: injected", faults[0]
+    )
+    document = read_json(str(pytester.path / "r.json"))
+    assert len(document["faults"]) == 1
