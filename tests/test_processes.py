@@ -327,8 +327,9 @@ def test_child_without_torch():
 """
 
 
-def test_children_of_every_kind(pytester: pytest.Pytester) -> None:
-    result = _run(pytester, CHILDREN, "--recompile-budget=0", "-p", "no:faulthandler")
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_children_of_every_kind(pytester: pytest.Pytester, workers: list[str]) -> None:
+    result = _run(pytester, CHILDREN, "--recompile-budget=0", "-p", "no:faulthandler", *workers)
     assert outcomes(result) == {
         "test_subprocess_child": "failed",
         "test_function_budget_in_child": "failed",
