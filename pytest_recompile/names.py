@@ -57,3 +57,4 @@ PROCESS_MODES = ("on", "off")
 # records to, and the file in it that names the test (or wider fixture) running in the parent.
 SPOOL_ENV = "PYTEST_RECOMPILE_SPOOL"
 SPOOL_OWNER = "owner"
+SHADOWED_ENV = "PYTEST_RECOMPILE_SITECUSTOMIZE"  # "sys.prefix|file" of the session's own

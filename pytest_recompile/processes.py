@@ -23,12 +23,13 @@ import json
 import os
 import pickle
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterable
 from typing import Any
 
 from .markers import Budget
-from .names import PREFIX, SPOOL_ENV, SPOOL_OWNER
+from .names import PREFIX, SHADOWED_ENV, SPOOL_ENV, SPOOL_OWNER
 
 STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_startup")
 _FORK_HOOK: list[bool] = []
@@ -60,7 +61,11 @@ class Spool:
         self._owners: dict[str, bytes] = {}  # token -> the owner, pickled
         self.faults: list[str] = []  # internal errors children told (taken by the gate)
         self.silence()
-        for name, value in ((SPOOL_ENV, self.root), ("PYTHONPATH", self._pythonpath())):
+        for name, value in (
+            (SPOOL_ENV, self.root),
+            ("PYTHONPATH", self._pythonpath()),
+            (SHADOWED_ENV, f"{sys.prefix}|{_own_sitecustomize()}"),
+        ):
             self._environ[name] = os.environ.get(name)
             os.environ[name] = value
 
@@ -149,6 +154,13 @@ class Spool:
                 problem = "it ended while compiling"
             found.append(process_entry(line, problem, alive))
         return sorted(found, key=lambda p: (p["rank"] is None, p["rank"] or 0, p["pid"]))
+
+
+def _own_sitecustomize() -> str:
+    """The sitecustomize this interpreter loaded ("" if none): the one the start-up hook
+    shadows in a child of the same interpreter, which then need not look for it again."""
+    module = sys.modules.get("sitecustomize")
+    return str(getattr(module, "__file__", None) or "")
 
 
 def _alive(pid: int) -> bool:

@@ -50,19 +50,31 @@ def _pytest_recompile_watch() -> None:
 
 
 def _pytest_recompile_chain() -> None:
-    """Run the sitecustomize this one shadows (the next one on sys.path), if there is one."""
+    """Run the sitecustomize this one shadows, if there is one: the session names it (the
+    one its own interpreter loaded) for a child of the same interpreter; another interpreter
+    looks for the next one on sys.path."""
     here = os.path.dirname(os.path.abspath(__file__))
-    saved = sys.path[:]
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
     mine = sys.modules.pop("sitecustomize")
-    sys.path[:] = [p for p in saved if os.path.abspath(p or os.curdir) != here]
+    prefix, _, shadowed = os.environ.get("PYTEST_RECOMPILE_SITECUSTOMIZE", "").rpartition("|")
     try:
-        import sitecustomize  # type: ignore[import-not-found]  # noqa: F401
+        if prefix == sys.prefix and not shadowed:
+            raise ImportError(name="sitecustomize")  # the session's interpreter had none
+        if prefix == sys.prefix:
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("sitecustomize", shadowed)
+            if spec is None or spec.loader is None:
+                raise ImportError(name="sitecustomize")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["sitecustomize"] = module
+            spec.loader.exec_module(module)
+        else:
+            import sitecustomize  # type: ignore[import-not-found]  # noqa: F401
     except ImportError as exc:
         sys.modules["sitecustomize"] = mine  # the import of this one ends with it
         if exc.name != "sitecustomize":
             raise
-    finally:
-        sys.path[:] = [p for p in saved if os.path.abspath(p or os.curdir) != here]
 
 
 _pytest_recompile_watch()
