@@ -32,7 +32,7 @@ def start(spool: str) -> None:
     """Record this process's compiles into ``spool`` (torch._dynamo is imported)."""
     if not _RECORDER:
         _RECORDER.append(Recorder(spool))
-    if not _FORK_HOOK:
+    if not _FORK_HOOK and hasattr(os, "register_at_fork"):  # not on Windows
         _FORK_HOOK.append(True)
         os.register_at_fork(after_in_child=after_fork)
 

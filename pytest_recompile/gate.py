@@ -91,7 +91,7 @@ class Gate:
         self.keeps_entries = _torch.can_keep_entries()
         self._unhook = _torch.install_compile_hook(self.on_compile)
         self._contained(self.ledger.start)
-        if not processes._FORK_HOOK:
+        if not processes._FORK_HOOK and hasattr(os, "register_at_fork"):  # not on Windows
             processes._FORK_HOOK.append(True)
             os.register_at_fork(after_in_child=processes.forked_in_session)
         if self.settings.processes:
