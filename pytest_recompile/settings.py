@@ -45,12 +45,7 @@ class Settings:
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
         default = _default_budget(config)
-        mode = config.getoption("recompile_mode") or str(config.getini("recompile_mode")).strip()
-        if mode not in MODES:
-            raise pytest.UsageError(
-                f"{PREFIX} ini option recompile_mode: expected one of {', '.join(MODES)}, "
-                f"got {mode!r}"
-            )
+        mode = _choice(config, "recompile_mode", MODES)
         keep = bool(
             config.getoption("recompile_keep_caches") or config.getini("recompile_keep_caches")
         )
@@ -59,18 +54,9 @@ class Settings:
             fullgraph = "--recompile-fullgraph"
         elif config.getini("recompile_fullgraph"):
             fullgraph = "recompile_fullgraph (ini)"
-        processes = (
-            config.getoption("recompile_processes")
-            or str(config.getini("recompile_processes")).strip()
-        )
-        if processes not in PROCESS_MODES:
-            raise pytest.UsageError(
-                f"{PREFIX} ini option recompile_processes: expected one of "
-                f"{', '.join(PROCESS_MODES)}, got {processes!r}"
-            )
         settings = cls(
             default=default,
-            processes=processes == "on",
+            processes=_choice(config, "recompile_processes", PROCESS_MODES) == "on",
             mode=mode,
             keep_caches=keep,
             fullgraph=fullgraph,
@@ -124,14 +110,19 @@ def _default_budget(config: pytest.Config) -> Rule[int] | None:
     return Rule(value, f"recompile_budget={value} (ini)")
 
 
+def _choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:
+    """The option ``name`` (argparse checked its choices), else its ini twin, checked here."""
+    value = str(config.getoption(name) or str(config.getini(name)).strip())
+    if value not in choices:
+        raise pytest.UsageError(
+            f"{PREFIX} ini option {name}: expected one of {', '.join(choices)}, got {value!r}"
+        )
+    return value
+
+
 def _github(config: pytest.Config) -> bool:
     """--recompile-github / recompile_github: on, off, or auto (on under GitHub Actions)."""
-    value = config.getoption("recompile_github") or str(config.getini("recompile_github")).strip()
-    if value not in GITHUB_MODES:
-        raise pytest.UsageError(
-            f"{PREFIX} ini option recompile_github: expected one of {', '.join(GITHUB_MODES)}, "
-            f"got {value!r}"
-        )
+    value = _choice(config, "recompile_github", GITHUB_MODES)
     if value == "auto":
         return os.environ.get("GITHUB_ACTIONS") == "true"
     return value == "on"

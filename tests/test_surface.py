@@ -148,6 +148,10 @@ def test_bare_flag_before_a_path_says_how_to_write_it(run, pytester: pytest.Pyte
     [
         ("recompile_budget = -2", "ini option recompile_budget: expected a non-negative integer"),
         ("recompile_mode = sometimes", "ini option recompile_mode: expected one of fail-fast"),
+        (
+            "recompile_processes = maybe",
+            "ini option recompile_processes: expected one of on, off, got 'maybe'",
+        ),
     ],
 )
 def test_bad_ini_values(run, pytester: pytest.Pytester, ini: str, message: str) -> None:
