@@ -422,7 +422,10 @@ def where_the_time_goes(workdir: Path, tests: int) -> list[tuple[str, float]]:
         ("tracker.py", "stop"): "stop: count entries, graph breaks, compile seconds",
         ("gate.py", "on_compile"): "compile hook (first compiles)",
         ("gate.py", "results"): "results for the report (summary, JUnit)",
-        ("_torch.py", "check_torch"): "importing torch._dynamo, once per session",
+        (
+            os.path.join("_torch", "versions.py"),
+            "check_torch",
+        ): "importing torch._dynamo, once per session",
     }
     found: dict[str, float] = {}
     for (filename, _line, name), row in stats.stats.items():  # type: ignore[attr-defined]

@@ -39,9 +39,9 @@ def start(spool: str) -> None:
 
 def after_fork() -> None:
     """In a forked child: the parent's hooks and records stay the parent's; record afresh."""
-    from . import _torch
+    from ._torch import hooks
 
-    _torch.forget_compile_hooks()
+    hooks.forget_compile_hooks()
     _RECORDER.clear()
     spool = os.environ.get(SPOOL_ENV)
     if spool and os.path.isdir(spool):
@@ -87,7 +87,7 @@ class Recorder:
     """One process's compiles, per owner (the test or wider fixture running in the parent)."""
 
     def __init__(self, spool: str) -> None:
-        from . import _torch
+        from ._torch import hooks, instruments
 
         self.spool = spool
         self.pid = os.getpid()  # a fork inherits this object's exit handler: not its to run
@@ -100,8 +100,8 @@ class Recorder:
         self.stopped: dict[str, str] = {}  # owner token -> the message of the refused compile
         self.faulted = False  # an internal error was told already
         self.lock = threading.RLock()
-        self.remove = _torch.install_compile_hook(self.on_compile)
-        self.callbacks = _torch.block_callbacks(self.on_end)
+        self.remove = hooks.install_compile_hook(self.on_compile)
+        self.callbacks = instruments.block_callbacks(self.on_end)
         self.callbacks.__enter__()
         atexit.register(self.at_exit)
 

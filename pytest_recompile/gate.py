@@ -11,32 +11,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import platform
-import sys
 import warnings
 from collections.abc import Callable, Generator, Iterator
-from datetime import datetime, timezone
 from typing import Any, NoReturn
 
 import pytest
 
-from . import __version__, _torch, processes
-from .baseline import baseline_document, write_json_atomic, write_text_atomic
-from .ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
+from . import processes
+from ._torch import entries, events, hooks, instruments, versions
 from .isolation import Ledger, Owner
 from .names import PREFIX
 from .report import (
-    FAULT,
-    INCOMPLETE,
-    MISSING,
     TestSummary,
     failure_message,
-    fixture_limit_lines,
-    plural,
-    report_document,
     summarize_test,
-    summary_lines,
-    totals_line,
 )
 from .settings import (
     BUDGET_KEY,
@@ -75,6 +63,7 @@ class Gate:
         self._unhook: Any = None
         self.spool: processes.Spool | None = None  # children's records (processes on)
         self.test_token: str | None = None  # what children's compiles go to now, if gated
+        self.degraded: list[str] = []  # features this torch lacks, told once on a report
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -85,11 +74,12 @@ class Gate:
         if self._unhook is not None:
             return
         try:
-            _torch.check_torch()
-        except _torch.TorchUnsupported as exc:
+            versions.check_torch()
+        except versions.TorchUnsupported as exc:
             raise pytest.UsageError(str(exc)) from None
-        self.keeps_entries = _torch.can_keep_entries()
-        self._unhook = _torch.install_compile_hook(self.on_compile)
+        self.keeps_entries = versions.can_keep_entries()
+        self.degraded = self._contained(versions.degraded_lines) or []
+        self._unhook = hooks.install_compile_hook(self.on_compile)
         self._contained(self.ledger.start)
         if not processes._FORK_HOOK and hasattr(os, "register_at_fork"):  # not on Windows
             processes._FORK_HOOK.append(True)
@@ -111,7 +101,7 @@ class Gate:
 
     # -- compiles -------------------------------------------------------------------------------
 
-    def on_compile(self, event: _torch.CompileEvent) -> None:
+    def on_compile(self, event: events.CompileEvent) -> None:
         """Every compile of the session: who owns it, and the tracker that records it."""
         again = self.ledger.compiled_again(event.code)
         owner = self._contained(self.ledger.note, event) or self.ledger.current
@@ -135,20 +125,20 @@ class Gate:
             )
             return None
 
-    def _rejected_by(self, event: _torch.CompileEvent) -> list[Owner]:
+    def _rejected_by(self, event: events.CompileEvent) -> list[Owner]:
         """The live fixtures whose cache entries rejected this call."""
         owners = self.ledger.owners_of(event.code)
         found = (owners.get(reason.partition(":")[0]) for reason in event.reasons)
         return list({id(o): o for o in found if o is not None and o.kind == "fixture"}.values())
 
-    def _note_against(self, owner: Owner, event: _torch.CompileEvent) -> None:
+    def _note_against(self, owner: Owner, event: events.CompileEvent) -> None:
         """A wider fixture's set-up recompiled against another fixture's entries: what it
         keeps then depends on that fixture being live (the order-dependent edge)."""
         for other in self._rejected_by(event):
             if other is not owner and other not in owner.against:
                 owner.against.append(other)
 
-    def _against(self, event: _torch.CompileEvent) -> str | None:
+    def _against(self, event: events.CompileEvent) -> str | None:
         """Name the live fixtures whose entries rejected the call, if the test does not use
         them: the one case where a verdict depends on which tests ran before."""
         if not event.is_recompile or self.item is None:
@@ -184,7 +174,7 @@ class Gate:
     def _full_reset_if_pending(self) -> None:
         if self.reset_pending:
             self.reset_pending = False
-            _torch.reset_caches()
+            entries.reset_caches()
             if self.tracker is not None:
                 self.tracker.rearm()
 
@@ -309,10 +299,10 @@ class Gate:
     def _own_rules_off(self) -> Iterator[None]:
         """A wider fixture's set-up is not the test's: no fullgraph from the test's rules."""
         budget = self.tracker.budget if self.tracker is not None else None
-        if budget is None or not budget.fullgraph or not _torch.can_error_on_graph_break():
+        if budget is None or not budget.fullgraph or not versions.can_error_on_graph_break():
             yield
             return
-        with _torch.error_on_graph_break(False):
+        with instruments.error_on_graph_break(False):
             yield
 
     def _teardown_begins(self, fixturedef: pytest.FixtureDef[Any], owner: Owner) -> None:
@@ -342,7 +332,7 @@ class Gate:
         tracker = item.stash.get(TRACKER_KEY, None)
         if tracker is None:
             return (yield)
-        state = _torch.compile_state()
+        state = instruments.compile_state()
         failure: BaseException | None = None
         try:
             result = yield
@@ -418,6 +408,9 @@ class Gate:
                 report.recompile = data  # type: ignore[attr-defined]
                 if call.when == "teardown":
                     report.user_properties = junit_properties(item, data)
+        if self.degraded:  # told once per process; the summary says each line once
+            report.recompile_degraded = self.degraded  # type: ignore[attr-defined]
+            self.degraded = []
         faults = self.ledger.take_faults()
         if faults:  # told once, on the report of the phase they happened in
             report.recompile_faults = [f"{item.nodeid}: {f}" for f in faults]  # type: ignore[attr-defined]
@@ -440,7 +433,7 @@ class Gate:
             tracker.violations(),
             tracker.graph_breaks,
             baseline=self.settings.baseline_counts.get(item.nodeid),
-            device=_torch.device_summary(),
+            device=instruments.device_summary(),
             cudagraph_recordings=tracker.cudagraph_recordings,
             isolation=self.isolation,
             stopped_at=tracker.stopped_at,
@@ -521,7 +514,7 @@ class QuietTrace:
     def _quiet(self, item: pytest.Item) -> Generator[None, None, None]:
         if item.stash.get(BUDGET_KEY, None) is None:
             return (yield)
-        with _torch.trace_log_uncaptured():
+        with instruments.trace_log_uncaptured():
             return (yield)
 
     @pytest.hookimpl(wrapper=True, trylast=True)
@@ -541,9 +534,9 @@ class RecompileStateLeak(pytest.PytestWarning):
     """A gated test left torch.compile's stance or Dynamo's config changed."""
 
 
-def _restore(item: pytest.Item, state: _torch.CompileState) -> None:
+def _restore(item: pytest.Item, state: instruments.CompileState) -> None:
     """Undo what the test body left changed, so later tests are judged under the same rules."""
-    leaked = _torch.restore_compile_state(state)
+    leaked = instruments.restore_compile_state(state)
     if leaked:
         path, lineno, _ = item.reportinfo()  # shown at the test, not at this module
         warnings.warn_explicit(
@@ -555,59 +548,6 @@ def _restore(item: pytest.Item, state: _torch.CompileState) -> None:
             str(path),
             (lineno or 0) + 1,
         )
-
-
-def beyond_baseline(results: dict[str, TestSummary], settings: Settings) -> list[str]:
-    """What the gate run after a baseline update would still fail: every broken rule but a
-    total over the default budget (the one thing a baseline raises). Empty: it will pass."""
-    default = settings.default.source if settings.default is not None else None
-    broken = [
-        f"  {nodeid}: {v['message']}"
-        for nodeid, data in sorted(results.items())
-        for v in data["violations"]
-        if not (v["kind"] == "total" and v["source"] == default)
-    ]
-    if not broken:
-        return []
-    return [
-        f"{PREFIX} {plural(len(broken), 'broken rule')} no baseline can absorb (recompile_limit "
-        "hits, markers' own budgets and guard rules): the next gate run fails on them. Fix "
-        "them, or relax those tests' markers, then update again:",
-        *broken,
-    ]
-
-
-def ci_root(config: pytest.Config) -> str:
-    """What CI paths are relative to: the checkout under GitHub Actions, else the rootdir."""
-    return os.environ.get("GITHUB_WORKSPACE") or str(config.rootpath)
-
-
-def append_step_summary(path: str, render: Callable[[int], str]) -> None:
-    """Append the Markdown to GitHub's job summary file, within what is left of its 1 MiB."""
-    try:
-        used = os.path.getsize(path)
-    except OSError:
-        used = 0
-    room = SUMMARY_LIMIT - used
-    if room < 1024:  # the step's summary is full: say nothing rather than break it
-        return
-    with open(path, "a", encoding="utf-8", newline="\n") as out:
-        out.write(render(room))
-
-
-def stopped_early(session: pytest.Session, exitstatus: int, interrupt: str | None) -> str | None:
-    """Why the run did not run every collected test (None: it did), for readers of the
-    reports who must never take a partial run for a clean one."""
-    if interrupt is not None:
-        return interrupt
-    for reason in (session.shouldstop, session.shouldfail):
-        if isinstance(reason, str) and reason:
-            return reason  # "stopping after 1 failures" (-x, --maxfail)
-    if exitstatus == pytest.ExitCode.INTERRUPTED:
-        if session.testsfailed and not session.testscollected:
-            return "errors during collection"
-        return "interrupted (pytest.exit or errors during collection)"
-    return None
 
 
 def _indented(text: str) -> str:
@@ -625,146 +565,3 @@ def _raised(failure: BaseException | None) -> str | None:
 def _fail(stopped: RecompileBudgetExceeded, item: pytest.Item) -> NoReturn:
     """Fail the test with the gate's message alone (torch's frames are no help to the user)."""
     pytest.fail(stopped_message(stopped, str(item.config.rootpath)), pytrace=False)
-
-
-class Summary:
-    """Collects per-test results from reports (so it works under xdist), prints the summary,
-    writes the JSON report and the baseline. Runs only where the session is controlled:
-    xdist workers never write files."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.results: dict[str, tuple[str, TestSummary]] = {}
-        self.fixtures: list[dict[str, Any]] = []
-        self.written: list[str] = []
-        self.errors: list[str] = []
-        self.interrupt: str | None = None  # "KeyboardInterrupt", once one arrived
-        self.faults: list[str] = []  # internal errors the gate contained, each told once
-        self.gated: set[str] = set()  # gated tests that ran to their teardown
-        self.missing: str | None = None  # gated tests without figures, at the end
-        self.incomplete: str | None = None  # why the run stopped early, at its end
-
-    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        # xdist stops -x/--maxfail runs with a KeyboardInterrupt of its own that says why.
-        said = str(excinfo.value) if type(excinfo.value) is not KeyboardInterrupt else ""
-        self.interrupt = said or "KeyboardInterrupt"
-
-    def pytest_report_header(self) -> list[str]:
-        return [self.settings.header()] if self.settings.default is not None else []
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if type(report).__name__.lower() == "subtestreport":
-            return  # the test's own reports carry its figures
-        self.fixtures += getattr(report, "recompile_fixtures", None) or []
-        self.faults += getattr(report, "recompile_faults", None) or []
-        if getattr(report, "recompile_gated", False):
-            self.gated.add(report.nodeid)
-        if report.when == "setup":  # a new attempt (reruns) starts afresh
-            self.results.pop(report.nodeid, None)
-        data: TestSummary | None = getattr(report, "recompile", None)
-        if data is None:
-            return
-        earlier = self.results.get(report.nodeid, ("passed", data))[0]
-        if report.when == "setup":
-            outcome = "error"  # figures travel on a setup report only when it failed
-        elif report.when == "call":
-            outcome = report.outcome
-        else:  # teardown: the final figures; an error there spoils a pass
-            outcome = "error" if report.failed and earlier == "passed" else earlier
-        self.results[report.nodeid] = (outcome, data)
-
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        settings = self.settings
-        self.incomplete = stopped_early(session, exitstatus, self.interrupt)
-        missing = sorted(self.gated - set(self.results))
-        if missing:
-            self.missing = (
-                f"{plural(len(missing), 'gated test')} ran without figures "
-                f"({', '.join(missing[:3])}{', ...' if missing[3:] else ''})"
-            )
-        try:
-            if settings.report is not None:
-                write_json_atomic(settings.report, self.report_document(session.config))
-                self.written.append(f"report written to {settings.report}")
-            if settings.report_md is not None:
-                write_text_atomic(settings.report_md, self.markdown(session.config))
-                self.written.append(f"Markdown summary written to {settings.report_md}")
-            if settings.baseline_update and settings.baseline is not None:
-                if exitstatus == pytest.ExitCode.OK:
-                    data = {nodeid: data for nodeid, (_, data) in self.results.items()}
-                    write_json_atomic(settings.baseline, baseline_document(data))
-                    self.written.append(f"baseline written to {settings.baseline}")
-                    beyond = beyond_baseline(data, settings)
-                    if beyond:
-                        self.errors += beyond
-                        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-                else:
-                    self.errors.append(
-                        f"{PREFIX} baseline {settings.baseline} NOT updated: the run did not "
-                        f"pass (exit status {int(exitstatus)}), so its counts may be incomplete"
-                    )
-        except (OSError, TypeError, ValueError) as exc:
-            self.errors.append(f"{PREFIX} could not write: {exc}")
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if settings.github and step_summary and self.results:
-            try:  # a courtesy to the reader: never what decides the run
-                append_step_summary(step_summary, lambda room: self.markdown(session.config, room))
-            except OSError as exc:
-                self.written.append(f"{PREFIX} could not append the job summary: {exc}")
-
-    def markdown(self, config: pytest.Config, limit: int = SUMMARY_LIMIT) -> str:
-        enforced = self.settings.enforced
-        totals = totals_line([data for _, data in self.results.values()], enforced=enforced)
-        return markdown_summary(
-            self.results,
-            totals,
-            root=ci_root(config),
-            incomplete=self.incomplete or self.missing,
-            limit=limit,
-            enforced=enforced,
-        )
-
-    def report_document(self, config: pytest.Config) -> dict[str, Any]:
-        settings = self.settings
-        environment = {
-            "pytest_recompile": __version__,
-            "pytest": pytest.__version__,
-            "torch": _torch.torch_version(),
-            "python": platform.python_version(),
-            "platform": sys.platform,
-        }
-        options = {
-            "default_budget": settings.default.value if settings.default else None,
-            "mode": settings.mode,
-            "keep_caches": settings.keep_caches,
-            "fullgraph": settings.fullgraph is not None,
-            "baseline": settings.baseline,
-        }
-        results = [(nodeid, outcome, data) for nodeid, (outcome, data) in self.results.items()]
-        created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        incomplete = self.incomplete or self.missing
-        return report_document(
-            results, environment, options, created, self.fixtures, incomplete, self.faults
-        )
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not (self.results or self.fixtures or self.written or self.errors or self.faults):
-            return
-        terminalreporter.write_sep("=", "recompile gate")
-        results = [(nodeid, data) for nodeid, (_, data) in self.results.items()]
-        enforced = self.settings.enforced
-        lines = summary_lines(results, self.fixtures, enforced=enforced)
-        if self.incomplete is not None:
-            lines.append(f"{INCOMPLETE}: {self.incomplete}")
-        if self.missing is not None:
-            lines.append(f"{MISSING}: {self.missing}")
-        for line in lines + self.written:
-            terminalreporter.write_line(line)
-        faults = [f"{FAULT}: {fault}" for fault in self.faults]
-        for line in fixture_limit_lines(self.fixtures) + faults + self.errors:
-            terminalreporter.write_line(line, red=True, bold=True)
-        if self.settings.github:  # workflow commands: read by the runner from the step's output
-            root = ci_root(terminalreporter.config)
-            for line in annotation_lines(self.results, root, enforced=enforced):
-                terminalreporter.write_line(line)

@@ -5,7 +5,7 @@ The contract (README, "Isolation"): a test starts from what live wider-scoped fi
 they were set up, and from what was compiled outside any test (import, collection); never
 from what earlier tests compiled, nor from fixtures already torn down. :class:`Ledger` knows
 who compiled each cache entry (the phase that was running when torch compiled it) and, before
-a test, drops every entry that is not kept. The torch side of dropping lives in ``_torch``.
+a test, drops every entry that is not kept. The torch side of dropping lives in ``_torch.entries``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Literal
 
-from . import _torch
+from ._torch import entries, events
 from .identity import IdentityMap, IdentitySet
 
 _PENDING = 64  # compiles kept per code object while they have made no entry (yet)
@@ -72,7 +72,7 @@ class Ledger:
     # compiles seen but not yet matched to their entries: code -> (compile id, owner)
     pending: IdentityMap[CodeType, list[tuple[str, Owner]]] = field(default_factory=IdentityMap)
     # entries to keep, held so they can be put back after a drop or a torch reset
-    store: IdentityMap[CodeType, list[_torch.KeptEntry]] = field(default_factory=IdentityMap)
+    store: IdentityMap[CodeType, list[entries.KeptEntry]] = field(default_factory=IdentityMap)
     seen: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     dirty: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     dropped_codes: IdentitySet[CodeType] = field(default_factory=IdentitySet)
@@ -94,20 +94,20 @@ class Ledger:
         if self.started:
             return
         self.started = True
-        self.baseline_state = _torch.copy_code_state(_torch.code_state())
-        for code in _torch.compiled_codes():
+        self.baseline_state = entries.copy_code_state(entries.code_state())
+        for code in entries.compiled_codes():
             self._first_seen(code)
 
     def _first_seen(self, code: CodeType) -> None:
         if code not in self.seen:
             self.seen.add(code)
             # Entries made before the gate listened were made outside any test.
-            for entry in _torch.entries(code):
+            for entry in entries.entries(code):
                 self._own(code, entry, self.outside)
 
     # -- compiles ---------------------------------------------------------------------------
 
-    def note(self, event: _torch.CompileEvent) -> Owner:
+    def note(self, event: events.CompileEvent) -> Owner:
         """Record who is compiling ``event.code`` now; return that owner."""
         code = event.code
         self._first_seen(code)
@@ -121,7 +121,7 @@ class Ledger:
         """Whether entries of ``code`` were dropped for an earlier test (isolation cost)."""
         return code in self.dropped_codes
 
-    def _own(self, code: CodeType, entry: _torch.KeptEntry, owner: Owner) -> None:
+    def _own(self, code: CodeType, entry: entries.KeptEntry, owner: Owner) -> None:
         self.owners[entry.guard_manager] = owner
         if owner.kept:
             self.store.setdefault(code, []).append(entry)
@@ -135,7 +135,7 @@ class Ledger:
         """
         for code, compiles in list(self.pending.items()):
             matched = set()
-            for entry in _torch.entries(code):
+            for entry in entries.entries(code):
                 if entry.guard_manager in self.owners:
                     continue
                 cid = str(entry.compile_id)
@@ -151,7 +151,7 @@ class Ledger:
     def owners_of(self, code: CodeType) -> dict[str, Owner]:
         """Compile id -> owner of each entry on ``code`` (kept ones included)."""
         self.resolve()
-        found = [*_torch.entries(code), *_torch.kept_entries(code)]
+        found = [*entries.entries(code), *entries.kept_entries(code)]
         return {str(e.compile_id): self.owners.get(e.guard_manager, self.outside) for e in found}
 
     # -- phases -----------------------------------------------------------------------------
@@ -163,19 +163,19 @@ class Ledger:
         self.resolve()
         self.phase.append(owner)
         if owner.kind == "fixture":
-            owner._saved = _torch.copy_code_state(_torch.code_state())
+            owner._saved = entries.copy_code_state(entries.code_state())
             owner._start = self.start_state()
-            _torch.install_code_state(owner._start)
+            entries.install_code_state(owner._start)
 
     def leave(self, owner: Owner) -> None:
         self.resolve()
         if owner in self.phase:
             del self.phase[self.phase.index(owner) :]
         if owner.kind == "fixture" and owner.live:
-            owner.state = _torch.changed_code_state(owner._start, _torch.code_state())
+            owner.state = entries.changed_code_state(owner._start, entries.code_state())
             self.fixtures.append(owner)
             # The running phase goes on with its own state, and what the set-up learned.
-            _torch.install_code_state(_torch.merged_code_state(owner._saved, owner.state))
+            entries.install_code_state(entries.merged_code_state(owner._saved, owner.state))
             owner._start, owner._saved = {}, {}
 
     def fixture_gone(self, owner: Owner) -> None:
@@ -190,7 +190,7 @@ class Ledger:
     def start_state(self) -> dict[Any, Any]:
         """The automatic-dynamic state a test starts from: import time's, then each live
         wider fixture's set-up's, in the order they were set up."""
-        return _torch.merged_code_state(self.baseline_state, *(f.state for f in self.fixtures))
+        return entries.merged_code_state(self.baseline_state, *(f.state for f in self.fixtures))
 
     # -- isolation --------------------------------------------------------------------------
 
@@ -210,33 +210,33 @@ class Ledger:
                 changed += 1
                 self._fault(code, exc)
         # A reset (torch's, a Dynamo TestCase's, a tracker's) replaced the state object.
-        if restore or changed or _torch.code_state() is not self.installed_state:
-            self.installed_state = _torch.install_code_state(self.start_state())
+        if restore or changed or entries.code_state() is not self.installed_state:
+            self.installed_state = entries.install_code_state(self.start_state())
         return changed
 
     def _keep_only_kept(self, code: CodeType) -> int:
         if code in self.faulted:  # keeping failed once: each test starts it empty
-            _torch.drop_all(code)
+            entries.drop_all(code)
             return 1
         keep = [
             e
             for e in self.store.get(code, ())
             if (owner := self.owners.get(e.guard_manager)) is not None
             and owner.kept
-            and _torch.entry_alive(e)
+            and entries.entry_alive(e)
         ]
         if keep:
             self.store[code] = keep
         else:
             self.store.pop(code, None)
-        live = _torch.entries(code)
-        now = [*live, *_torch.kept_entries(code)]
+        live = entries.entries(code)
+        now = [*live, *entries.kept_entries(code)]
         same = {id(e.guard_manager) for e in now} == {id(e.guard_manager) for e in keep}
-        if same and _torch.cache_entries(code) == len(live):  # and no entry torch invalidated
+        if same and entries.cache_entries(code) == len(live):  # and no entry torch invalidated
             return 0
         if len(now) > len(keep):
             self.dropped_codes.add(code)
-        _torch.keep_only(code, keep)
+        entries.keep_only(code, keep)
         return 1
 
     def _fault(self, code: CodeType, exc: Exception) -> None:
@@ -245,10 +245,10 @@ class Ledger:
         self.store.pop(code, None)
         self.faulted.add(code)
         try:
-            _torch.drop_all(code)
+            entries.drop_all(code)
         except Exception as again:
             exc = again
-        where = f"{_torch.qualname(code)} ({code.co_filename}:{code.co_firstlineno})"
+        where = f"{events.qualname(code)} ({code.co_filename}:{code.co_firstlineno})"
         self.fault(
             f"keeping the cache entries of {where} failed ({type(exc).__name__}: {exc}); "
             "dropped all of its entries instead, so the next test compiles it afresh"

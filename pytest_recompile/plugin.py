@@ -153,11 +153,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def register_gate(config: pytest.Config, settings: Settings) -> None:
     """Check torch (without importing it), then register the per-test hooks and, where the
     session is controlled, the summary."""
-    from . import _torch
+    from ._torch import versions
 
     try:
-        _torch.check_version()
-    except _torch.TorchUnsupported as exc:
+        versions.check_version()
+    except versions.TorchUnsupported as exc:
         raise pytest.UsageError(str(exc)) from None
     from .gate import Gate, QuietTrace
 
@@ -168,7 +168,7 @@ def register_gate(config: pytest.Config, settings: Settings) -> None:
 
 
 def register_summary(config: pytest.Config, settings: Settings) -> None:
-    from .gate import Summary
+    from .summary import Summary
 
     if not config.pluginmanager.has_plugin("recompile-summary"):
         config.pluginmanager.register(Summary(settings), "recompile-summary")
@@ -184,7 +184,7 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
     if tracker is not None and tracker.active:
         yield tracker
         return
-    from . import _torch
+    from ._torch import versions
     from .tracker import RecompileTracker
 
     settings = request.config.stash[SETTINGS_KEY]
@@ -200,7 +200,7 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
     )
     try:
         own.start()
-    except _torch.TorchUnsupported as exc:
+    except versions.TorchUnsupported as exc:
         pytest.fail(str(exc), pytrace=False)
     if gate is not None:
         gate.tracker = own

@@ -42,9 +42,9 @@ def forked_in_session() -> None:
 
         child.after_fork()
     else:
-        from . import _torch
+        from ._torch import hooks
 
-        _torch.forget_compile_hooks()
+        hooks.forget_compile_hooks()
 
 
 class Spool:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from types import CodeType, TracebackType
 from typing import Any
 
-from . import _torch
+from ._torch import entries, events, guard_tree, hooks, instruments, versions
 from .guards import (
     GraphBreak,
     InstalledGuard,
@@ -74,7 +74,7 @@ class RecompileBudgetExceeded(RecompileGateError):
         super().__init__(failure_message(records, violations, stopped=stopped))
 
 
-def event_reasons(event: _torch.CompileEvent) -> tuple[Reason, ...]:
+def event_reasons(event: events.CompileEvent) -> tuple[Reason, ...]:
     """A compile's guard failures, parsed (the failing leaf's kind where torch gave it)."""
     reasons = (
         parse_reason(raw, leaf) for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
@@ -137,12 +137,12 @@ class RecompileTracker:
         # (code object, user function) pairs compiled inside this block: a torch module
         # compiled with torch.compile shares torch's wrapper code with every other one.
         self._compiled: set[tuple[CodeType, CodeType]] = set()
-        self._owner: dict[_torch.CompileKey, FunctionRecord] = {}  # compile -> function
-        self._again: set[_torch.CompileKey] = set()  # compiles isolation made necessary
-        self._keys: dict[int, _torch.CompileKey] = {}  # id(Recompile) -> its compile
+        self._owner: dict[instruments.CompileKey, FunctionRecord] = {}  # compile -> function
+        self._again: set[instruments.CompileKey] = set()  # compiles isolation made necessary
+        self._keys: dict[int, instruments.CompileKey] = {}  # id(Recompile) -> its compile
         self._lock = threading.RLock()
         self._stack = ExitStack()
-        self._seconds: dict[_torch.CompileKey, float] = {}
+        self._seconds: dict[instruments.CompileKey, float] = {}
         self._breaks: list[GraphBreak] = []
         self._breaks_mark = 0
         self._rearm: Callable[[], None] = lambda: None
@@ -157,23 +157,23 @@ class RecompileTracker:
 
     def start(self) -> RecompileTracker:
         """Start recording (what ``with`` does); :meth:`stop` ends it."""
-        _torch.check_torch()
+        versions.check_torch()
         if self.reset:
-            _torch.reset_caches()
+            entries.reset_caches()
         with ExitStack() as stack:
-            self._seconds = stack.enter_context(_torch.compile_seconds())
-            self._breaks_mark = _torch.graph_break_count()
-            callbacks = stack.enter_context(_torch.block_callbacks(self._observe))
+            self._seconds = stack.enter_context(instruments.compile_seconds())
+            self._breaks_mark = instruments.graph_break_count()
+            callbacks = stack.enter_context(instruments.block_callbacks(self._observe))
             self.cudagraph_recordings = callbacks.recordings
             self._rearm = callbacks.rearm
             if (
                 self.budget is not None
                 and self.budget.fullgraph
-                and _torch.can_error_on_graph_break()
+                and versions.can_error_on_graph_break()
             ):
-                stack.enter_context(_torch.error_on_graph_break())
+                stack.enter_context(instruments.error_on_graph_break())
             if self.listen:
-                stack.callback(_torch.install_compile_hook(self.on_compile))
+                stack.callback(hooks.install_compile_hook(self.on_compile))
             self._stack = stack.pop_all()
         self.active = True
         return self
@@ -198,7 +198,7 @@ class RecompileTracker:
     def note_exception(self, exc: BaseException) -> GraphBreak | None:
         """Record ``exc`` if it is torch stopping at a graph break under fullgraph."""
         if self.budget is not None and self.budget.fullgraph:
-            self.fullgraph_break = _torch.graph_break_error(exc) or self.fullgraph_break
+            self.fullgraph_break = instruments.graph_break_error(exc) or self.fullgraph_break
         return self.fullgraph_break
 
     def stop(self) -> None:
@@ -215,7 +215,7 @@ class RecompileTracker:
     # -- events -------------------------------------------------------------------------------
 
     def on_compile(
-        self, event: _torch.CompileEvent, *, against: str | None = None, again: bool = False
+        self, event: events.CompileEvent, *, against: str | None = None, again: bool = False
     ) -> None:
         """Record one compile; in fail-fast mode, raise if it breaks the budget.
 
@@ -226,7 +226,7 @@ class RecompileTracker:
             self.rearm()
             self._observe()
             record = self._record_for(event)
-            key = _torch.compile_key(event.code, event.compile_id)
+            key = instruments.compile_key(event.code, event.compile_id)
             self._owner[key] = record
             if again:
                 self._again.add(key)
@@ -240,7 +240,7 @@ class RecompileTracker:
                 recompile = Recompile(
                     compile_id=event.compile_id,
                     reasons=event_reasons(event),
-                    resume=event.code.co_name.startswith(_torch.RESUME_PREFIX),
+                    resume=event.code.co_name.startswith(events.RESUME_PREFIX),
                     against=against,
                 )
                 record.recompiles.append(recompile)
@@ -281,7 +281,7 @@ class RecompileTracker:
             return
         del self.cudagraph_recordings[self._paused :]
         self._paused = None
-        self._breaks_mark = _torch.graph_break_count()
+        self._breaks_mark = instruments.graph_break_count()
 
     def _observe(self) -> None:
         """Note cache entries and graph breaks now, before a torch._dynamo.reset() (which
@@ -290,11 +290,11 @@ class RecompileTracker:
             self._count_entries()
             if self._paused is not None:
                 return
-            count = _torch.graph_break_count()
+            count = instruments.graph_break_count()
             if count < self._breaks_mark:  # a reset cleared torch's list
                 self._breaks_mark = 0
             if count > self._breaks_mark:
-                self._breaks += _torch.graph_breaks_since(self._breaks_mark)
+                self._breaks += instruments.graph_breaks_since(self._breaks_mark)
                 self._breaks_mark = count
                 self.graph_breaks = distinct_breaks(self._breaks)
 
@@ -310,15 +310,15 @@ class RecompileTracker:
             )
             for code, function in sorted(self._compiled, key=lambda pair: pair[0].co_name)
             if self._records[function] is record
-            for entry, leaf in _torch.installed(code)
-            if _torch.compile_key(code, entry) in self._owner  # made here, not a fixture's
+            for entry, leaf in guard_tree.installed(code)
+            if instruments.compile_key(code, entry) in self._owner  # made here, not a fixture's
         ]
 
-    def _record_for(self, event: _torch.CompileEvent) -> FunctionRecord:
+    def _record_for(self, event: events.CompileEvent) -> FunctionRecord:
         fn = event.function
         record = self._records.get(fn)
         if record is None:
-            qualname = event.label or _torch.qualname(fn)
+            qualname = event.label or events.qualname(fn)
             record = FunctionRecord(
                 name=qualname.rsplit(".", 1)[-1],
                 qualname=qualname,
@@ -330,12 +330,12 @@ class RecompileTracker:
 
     def _count_entries(self) -> None:
         """The most cache entries each function has had at once while recording."""
-        entries: dict[int, int] = {}
+        most: dict[int, int] = {}
         for code, function in self._compiled:
             record = self._records[function]
-            entries[id(record)] = entries.get(id(record), 0) + _torch.cache_entries(code)
+            most[id(record)] = most.get(id(record), 0) + entries.cache_entries(code)
         for record in self._records.values():
-            record.cache_entries = max(record.cache_entries, entries.get(id(record), 0))
+            record.cache_entries = max(record.cache_entries, most.get(id(record), 0))
 
     def _refresh(self) -> None:
         """Fill in cache entries, graph breaks, guards if forbidden, and compile seconds."""
@@ -439,7 +439,7 @@ class RecompileTracker:
         fullgraph = self.budget.fullgraph if self.budget is not None else None
         if fullgraph and self.fullgraph_break is not None:
             found.append(Violation("fullgraph", 1, 0, fullgraph, breaks=(self.fullgraph_break,)))
-        elif fullgraph and self.graph_breaks and not _torch.can_error_on_graph_break():
+        elif fullgraph and self.graph_breaks and not versions.can_error_on_graph_break():
             # Before 2.9 torch cannot stop at the break: judged when the block ends.
             breaks = tuple(self.graph_breaks)
             found.append(Violation("fullgraph", len(breaks), 0, fullgraph, breaks=breaks))
@@ -486,17 +486,17 @@ def warm() -> Iterator[None]:
     pre-compile hook, which sees them all. The hook is process-wide, like the stance, and
     removed when the block ends, however it ends.
     """
-    _torch.check_torch()
+    versions.check_torch()
     refused: list[str] = []
 
-    def refuse(event: _torch.CompileEvent) -> None:
+    def refuse(event: events.CompileEvent) -> None:
         reasons = event_reasons(event)
         code = event.function
-        name = event.label or _torch.qualname(code)
+        name = event.label or events.qualname(code)
         refused.append(warm_message(name, code.co_filename, code.co_firstlineno, reasons))
         raise CompiledWhileWarm(refused[-1])
 
-    remove = _torch.install_compile_hook(refuse, first=True)
+    remove = hooks.install_compile_hook(refuse, first=True)
     site = None
     try:
         yield

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_recompile import _torch
+from pytest_recompile._torch import versions
 
 HEADER = """
 import pytest
@@ -43,7 +43,7 @@ def assert_marker_error(result: pytest.RunResult, message: str) -> None:
 # What needs a torch that can keep single cache entries (2.9+): elsewhere the plugin falls
 # back to a full reset, tested by test_without_single_entry_support_falls_back_to_a_full_reset.
 keeps_entries = pytest.mark.skipif(
-    not _torch.can_keep_entries(), reason="this torch cannot keep single cache entries"
+    not versions.can_keep_entries(), reason="this torch cannot keep single cache entries"
 )
 
 REVERSE_CONFTEST = """

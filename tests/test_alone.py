@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from snippets import REVERSE_CONFTEST, keeps_entries, outcomes, read_json
 
-from pytest_recompile import _torch
+from pytest_recompile._torch import versions
 from pytest_recompile.report import FAULT, ORDER
 
 REPORT_ONLY = ("--recompile-budget", "--recompile-mode=report-only", "--recompile-report=r.json")
@@ -195,7 +195,7 @@ def test_gated(request, recompiles):
 
 
 @keeps_entries
-@pytest.mark.skipif(not _torch.can_error_on_graph_break(), reason="fullgraph blocks need 2.9+")
+@pytest.mark.skipif(not versions.can_error_on_graph_break(), reason="fullgraph blocks need 2.9+")
 def test_fullgraph_stays_out_of_a_wider_fixtures_set_up(run) -> None:
     source = """
 @torch.compile(backend="eager")
@@ -376,10 +376,10 @@ def test_records_are_keyed_by_code_and_compile_id() -> None:
 
 FAULTY_CONFTEST = """
 import pytest
-import pytest_recompile._torch as compat
+from pytest_recompile._torch import entries
 from pytest_recompile.gate import Gate
 
-real_keep_only, real_results = compat.keep_only, Gate.results
+real_keep_only, real_results = entries.keep_only, Gate.results
 
 def broken_keep_only(code, keep):
     if code.co_name == "victim":
@@ -392,10 +392,10 @@ def broken_results(self, item, tracker):
     return real_results(self, item, tracker)
 
 def pytest_configure(config):
-    compat.keep_only, Gate.results = broken_keep_only, broken_results
+    entries.keep_only, Gate.results = broken_keep_only, broken_results
 
 def pytest_unconfigure(config):
-    compat.keep_only, Gate.results = real_keep_only, real_results
+    entries.keep_only, Gate.results = real_keep_only, real_results
 """
 
 FAULTY = """

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_recompile import RecompileTracker, _torch
+from pytest_recompile import RecompileTracker
+from pytest_recompile._torch import instruments
 from pytest_recompile.report import PREFIX
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -126,4 +127,4 @@ def test_capped():
 
 
 def test_device_summary_names_the_gpu() -> None:
-    assert _torch.device_summary().startswith("cuda: ")
+    assert instruments.device_summary().startswith("cuda: ")

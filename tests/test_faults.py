@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
+import torch_state
 from snippets import DOUBLE, HEADER
 
-from pytest_recompile import _torch
+from pytest_recompile._torch import events, versions
 from pytest_recompile.report import INCOMPLETE, PREFIX
 
 NEXT_TEST_SEES_DEFAULTS = """
-from pytest_recompile import _torch
+import torch_state
 
 def test_zz_next_test_sees_defaults():
-    assert _torch.current_stance() == "default"
+    assert torch_state.current_stance() == "default"
     assert torch._dynamo.config.recompile_limit == 8
     assert torch._dynamo.config.error_on_recompile is False
-    assert _torch.installed_hooks() == 1  # this test's own gate, nothing left over
-    assert _torch.metrics_capacity() > 64
-    assert _torch.compile_callbacks() == 1  # this test's CUDA-graph counter
+    assert torch_state.installed_hooks() == 1  # this test's own gate, nothing left over
+    assert torch_state.metrics_capacity() > 64
+    assert torch_state.compile_callbacks() == 1  # this test's CUDA-graph counter
 """
 
 
@@ -111,13 +113,14 @@ def test_interrupted():
     pytester.makeconftest(
         """
 def pytest_unconfigure(config):
-    from pytest_recompile import _torch
-    state = (_torch.installed_hooks(), _torch.metrics_capacity(), _torch.compile_callbacks(),
-             _torch.current_stance())
+    import torch_state
+    state = (torch_state.installed_hooks(), torch_state.metrics_capacity(),
+             torch_state.compile_callbacks(), torch_state.current_stance())
     with open("state.txt", "w") as out:
         out.write(repr(state))
 """
     )
+    pytester.makepyfile(torch_state=Path(torch_state.__file__).read_text())  # a fresh process
     result = pytester.runpytest_subprocess(
         "--recompile-budget", "-p", "no:randomly", "--recompile-report=r.json"
     )
@@ -177,8 +180,8 @@ def test_threaded():
 
 
 def test_internal_error_is_loud() -> None:
-    with pytest.raises(_torch.InternalError, match=f"{PREFIX} internal error: the compile hook"):
-        _torch._compile_frame(sys._getframe())
+    with pytest.raises(versions.InternalError, match=f"{PREFIX} internal error: the compile hook"):
+        events.compile_frame(sys._getframe())
 
 
 TRACE_SUITE = (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from snippets import HEADER, REVERSE_CONFTEST, keeps_entries, outcomes, read_json
 
-from pytest_recompile import _torch
+from pytest_recompile._torch import versions
 from pytest_recompile.report import ISOLATION_HINT, PREFIX, RESET_FALLBACK, STOPPED
 
 SHARED = """
@@ -451,7 +451,7 @@ def test_b():
 
 def test_without_single_entry_support_falls_back_to_a_full_reset(run, monkeypatch) -> None:
 
-    monkeypatch.setattr(_torch, "can_keep_entries", lambda: False)
+    monkeypatch.setattr(versions, "can_keep_entries", lambda: False)
     result = run(WARMED_MODULE, "--recompile-budget")
     # Still order-independent, but the warm-up is dropped: batch 8 is a first compile
     # (test_a, test_b pass), and the warm shape is compiled again (test_warm_shape_only fails).

@@ -9,7 +9,8 @@ import pytest
 import torch
 from snippets import DOUBLE, STEP, assert_marker_error
 
-from pytest_recompile import RecompileTracker, _torch
+from pytest_recompile import RecompileTracker
+from pytest_recompile._torch import versions
 from pytest_recompile.guards import (
     ALIASES,
     KINDS,
@@ -180,7 +181,7 @@ def train_eval() -> None:
     compiled_model(torch.ones(1, 2))
 
 
-SINCE_2_8 = _torch._version_tuple(torch.__version__) >= (2, 8)
+SINCE_2_8 = versions.version_tuple(torch.__version__) >= (2, 8)
 
 
 def identity(source: str) -> tuple[str, str]:

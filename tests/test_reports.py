@@ -12,15 +12,16 @@ from typing import Any
 import jsonschema
 import pytest
 import torch
+import torch_state
 from snippets import DOUBLE, HEADER, STEP
 
 from pytest_recompile import (
     CompiledWhileWarm,
     RecompileBudgetExceeded,
     RecompileTracker,
-    _torch,
     warm,
 )
+from pytest_recompile._torch import instruments, versions
 from pytest_recompile.baseline import (
     BASELINE_SCHEMA,
     BaselineError,
@@ -89,8 +90,8 @@ def test_json_report_matches_its_schema_and_says_everything(pytester: pytest.Pyt
     result.stdout.fnmatch_lines(["report written to out.json"])
     report = load(pytester.path / "out.json")
     jsonschema.validate(report, json.loads(Path(SCHEMA_FILE).read_text()))
-    assert report["environment"]["torch"] == _torch.torch_version()
-    assert report["environment"]["devices"] == [_torch.device_summary()]
+    assert report["environment"]["torch"] == versions.torch_version()
+    assert report["environment"]["devices"] == [instruments.device_summary()]
     assert report["settings"]["default_budget"] == 0
     tests = {t["nodeid"]: t for t in report["tests"]}
     assert list(tests) == sorted(tests)
@@ -415,7 +416,7 @@ def test_library_api_scoped_and_warm() -> None:
         ):
             double(torch.ones(3, 3, 3))
             double(torch.ones(3, 3, 3, 3))
-    assert _torch.current_stance() == "default"
+    assert torch_state.current_stance() == "default"
     with pytest.raises(CompiledWhileWarm) as info, warm():
         double(torch.ones(7, 7, 7, 7, 7))
     assert str(info.value).startswith(
@@ -425,7 +426,7 @@ def test_library_api_scoped_and_warm() -> None:
     assert "fix TENSOR_MATCH(rank)" in str(info.value)
     assert "stopped at tests/test_reports.py:" in str(info.value)  # the call, not the hook
     assert info.value.__suppress_context__
-    assert _torch.current_stance() == "default"
+    assert torch_state.current_stance() == "default"
 
 
 def test_one_line_names_the_function_and_guard_and_warm_fails_alone(

@@ -177,17 +177,17 @@ def test_ini_mode_and_cli_override(run, pytester: pytest.Pytester) -> None:
 def test_globals_are_restored_after_each_gated_test(run) -> None:
     result = run(
         """
-from pytest_recompile import _torch
+import torch_state
 
 def test_gated_and_failing():
-    assert _torch.installed_hooks() == 1
-    assert _torch.metrics_capacity() > 64
+    assert torch_state.installed_hooks() == 1
+    assert torch_state.metrics_capacity() > 64
     raise RuntimeError("boom")
 
 @pytest.mark.allow_recompiles
 def test_sees_clean_state():
-    assert _torch.installed_hooks() == 1  # the session's one hook, nothing per test
-    assert _torch.metrics_capacity() == 64
+    assert torch_state.installed_hooks() == 1  # the session's one hook, nothing per test
+    assert torch_state.metrics_capacity() == 64
 """,
         "--recompile-budget",
     )

@@ -8,8 +8,10 @@ import sys
 
 import pytest
 import torch
+import torch_state
 
-from pytest_recompile import RecompileBudgetExceeded, RecompileTracker, _torch
+from pytest_recompile import RecompileBudgetExceeded, RecompileTracker
+from pytest_recompile._torch import events, versions
 from pytest_recompile.report import PREFIX, STOPPED
 
 
@@ -45,7 +47,7 @@ def test_fail_fast_raises_at_the_call_before_compiling() -> None:
     assert (record.compiles, record.recompile_count, record.cache_entries) == (1, 1, 1)
     assert record.recompiles[0].stopped
     assert record.recompiles[0].seconds is None
-    assert _torch.installed_hooks() == 0
+    assert torch_state.installed_hooks() == 0
 
 
 def test_report_only_records_everything() -> None:
@@ -103,7 +105,7 @@ def test_bad_arguments() -> None:
 
 
 # Releases just below and at the floor, read from the package (never hard-coded here).
-MAJOR, MINOR = _torch.MIN_TORCH
+MAJOR, MINOR = versions.MIN_TORCH
 BELOW = f"{MAJOR}.{MINOR - 1}.1"
 FLOOR = f"{MAJOR}.{MINOR}.0"
 
@@ -115,30 +117,30 @@ FLOOR = f"{MAJOR}.{MINOR}.0"
         (
             BELOW,
             f"torch {BELOW} is too old for the recompile gate; it needs torch >= "
-            f"{_torch.MIN_TORCH_TEXT}",
+            f"{versions.MIN_TORCH_TEXT}",
         ),
         (f"{BELOW}+cu126", f"torch {BELOW}+cu126 is too old"),
     ],
 )
 def test_check_version_refuses_missing_or_old_torch(monkeypatch, version, message) -> None:
-    monkeypatch.setattr(_torch, "torch_version", lambda: version)
-    with pytest.raises(_torch.TorchUnsupported, match=re.escape(message)):
-        _torch.check_version()
+    monkeypatch.setattr(versions, "torch_version", lambda: version)
+    with pytest.raises(versions.TorchUnsupported, match=re.escape(message)):
+        versions.check_version()
 
 
 @pytest.mark.parametrize("version", [FLOOR, f"{FLOOR}+cpu", "2.14.1", "3.0.0a0"])
 def test_check_version_accepts_supported(monkeypatch, version) -> None:
-    monkeypatch.setattr(_torch, "torch_version", lambda: version)
-    assert _torch.check_version() == version
+    monkeypatch.setattr(versions, "torch_version", lambda: version)
+    assert versions.check_version() == version
 
 
 def test_installed_torch_has_what_the_gate_reads() -> None:
-    assert _torch.check_torch().startswith(torch.__version__.split("+")[0])
+    assert versions.check_torch().startswith(torch.__version__.split("+")[0])
 
 
 @pytest.mark.parametrize("how", [["--recompile-budget"], []])
 def test_old_torch_with_the_gate_is_an_early_usage_error(run, monkeypatch, how) -> None:
-    monkeypatch.setattr(_torch, "torch_version", lambda: BELOW)  # the in-process run sees it
+    monkeypatch.setattr(versions, "torch_version", lambda: BELOW)  # the in-process run sees it
     source = "def test_x():\n    pass\n"
     if not how:
         source = "@pytest.mark.max_recompiles(0)\n" + source
@@ -148,7 +150,7 @@ def test_old_torch_with_the_gate_is_an_early_usage_error(run, monkeypatch, how) 
 
 
 def test_old_torch_without_the_gate_stays_inert(run, monkeypatch) -> None:
-    monkeypatch.setattr(_torch, "torch_version", lambda: BELOW)
+    monkeypatch.setattr(versions, "torch_version", lambda: BELOW)
     run("def test_x():\n    pass\n").assert_outcomes(passed=1)
 
 
@@ -229,12 +231,12 @@ def test_reading_a_guard_source_never_runs_user_code() -> None:
     lr: collections.defaultdict[str, float] = collections.defaultdict(float)
     loud_repr = Scaled(3)
     frame.f_globals.update(lr=lr, odd=loud_repr)
-    assert _torch._read_source("G['lr']['x']", frame) is _torch._MISSING
+    assert events._read_source("G['lr']['x']", frame) is events._MISSING
     assert dict(lr) == {}  # a defaultdict is read, never filled in
-    assert _torch._equals_values(("G['odd'] == 1",), frame) == {}  # no user repr runs
-    assert _torch._equals_values(("m.scale == 1",), frame) == {"m.scale": "2"}
-    assert _torch._read_source("m.scale", frame) == 2
-    assert _torch._read_source("L['seq'][0]", frame) == 5
-    assert _torch._read_source("m.loud", frame) is _torch._MISSING
-    assert _torch._read_source("m.scale()", frame) is _torch._MISSING  # calls: never
-    assert _torch._read_source("nothing", frame) is _torch._MISSING
+    assert events._equals_values(("G['odd'] == 1",), frame) == {}  # no user repr runs
+    assert events._equals_values(("m.scale == 1",), frame) == {"m.scale": "2"}
+    assert events._read_source("m.scale", frame) == 2
+    assert events._read_source("L['seq'][0]", frame) == 5
+    assert events._read_source("m.loud", frame) is events._MISSING
+    assert events._read_source("m.scale()", frame) is events._MISSING  # calls: never
+    assert events._read_source("nothing", frame) is events._MISSING

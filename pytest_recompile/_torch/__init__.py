@@ -1,0 +1,14 @@
+"""The only place torch internals (``torch._dynamo``, ``torch._C._dynamo``) are used.
+
+Everything version-dependent is decided here, once, in :mod:`.versions`; the rest of the
+package sees plain Python values: a compile event per compile, cache-entry counts, compile
+seconds. Callers import the submodule they need (``from ._torch import hooks``), so a test
+that patches one patches what the package calls.
+
+- :mod:`.versions`: the torch version and every feature probe;
+- :mod:`.hooks`: the one compile hook torch calls before each frame compile;
+- :mod:`.events`: the compile event read from torch's compile frame, and function names;
+- :mod:`.entries`: cache entries, keeping some and dropping the rest, automatic-dynamic state;
+- :mod:`.guard_tree`: the leaf guards of an entry, and which one failed;
+- :mod:`.instruments`: graph breaks, CUDA-graph recordings, compile seconds, stance, config.
+"""

@@ -1,0 +1,118 @@
+"""The compile hook: one function put where torch calls it before each frame compile.
+
+How compiles are observed: torch (2.9+) calls the hooks registered with
+``torch._dynamo.register_hook_for_recompile_user_context`` once per frame compile, inside
+``convert_frame._compile``, *after* it has computed the guard-failure reasons and *before* it
+checks ``recompile_limit`` or traces anything. That gives us, for free:
+
+- the fail-fast point: an exception raised there reaches the caller unchanged and the
+  compile is never paid for;
+- nothing on the hot path: a cache hit never reaches Python;
+- survival across ``torch._dynamo.reset()``, which clears compile callbacks but not this list.
+
+Before 2.9 the limit check ``_compile`` imports by name is wrapped instead. The hook gets no
+arguments; :mod:`.events` reads the compiling frame's locals.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import events, instruments, versions
+
+if TYPE_CHECKING:
+    pass
+
+# Per-process state that mirrors torch's own (its hook list and its cache lists are global):
+# the callbacks behind the one hook, and the entries re-installed by keep_only().
+_SUBSCRIBERS: list[Callable[[events.CompileEvent], None]] = []
+
+
+_UNREGISTER: list[Callable[[], None]] = []  # how to take the one hook out of torch again
+
+
+def _hook() -> str:
+    if _SUBSCRIBERS:
+        event = events.event_from(events.compile_frame(sys._getframe(1)))
+        for callback in list(_SUBSCRIBERS):
+            callback(event)
+    return ""
+
+
+def _register() -> Callable[[], None]:
+    """Put :func:`_hook` where torch calls it before each frame compile; return its removal.
+
+    2.9+: torch's own list of pre-compile hooks. Older releases: a wrapper around the limit
+    check that ``_compile`` imports by name, put back exactly as it was on removal.
+    """
+    import torch._dynamo.convert_frame as convert_frame
+    import torch._dynamo.utils as dynamo_utils
+
+    if versions.has_hook_list():
+        was_none = dynamo_utils._recompile_user_contexts is None
+        dynamo_utils.register_hook_for_recompile_user_context(_hook)
+
+        def unregister() -> None:
+            hooks = dynamo_utils._recompile_user_contexts
+            if hooks is not None and _hook in hooks:
+                hooks.remove(_hook)
+                if not hooks and was_none:
+                    dynamo_utils._recompile_user_contexts = None
+
+        return unregister
+    original = getattr(convert_frame, versions.LIMIT_CHECK)
+
+    def checked(cache_size: Any, compile_id: Any) -> Any:
+        _hook()
+        return original(cache_size, compile_id)
+
+    setattr(convert_frame, versions.LIMIT_CHECK, checked)
+
+    def restore() -> None:
+        if getattr(convert_frame, versions.LIMIT_CHECK) is checked:
+            setattr(convert_frame, versions.LIMIT_CHECK, original)
+
+    return restore
+
+
+def install_compile_hook(
+    callback: Callable[[events.CompileEvent], None], *, first: bool = False
+) -> Callable[[], None]:
+    """Call ``callback`` before every frame compile; return the function that removes it.
+
+    One hook is put into torch however many callbacks there are, so each compile is read once
+    and every callback gets the same event, in the order they were installed. An exception
+    raised by a callback propagates to the compiled function's caller, the compile does not
+    happen and later callbacks do not run (``first=True`` puts a callback before the others).
+    Removing the last callback restores torch exactly.
+    """
+    if not _UNREGISTER:
+        _UNREGISTER[:] = [_register()]
+    _SUBSCRIBERS.insert(0 if first else len(_SUBSCRIBERS), callback)
+
+    def remove() -> None:
+        if callback in _SUBSCRIBERS:
+            _SUBSCRIBERS.remove(callback)
+        if not _SUBSCRIBERS and _UNREGISTER:
+            _UNREGISTER.pop()()
+
+    return remove
+
+
+def forget_compile_hooks() -> None:
+    """Drop every callback and the plugin's compile callbacks (a forked child: the parent's
+    gate and trackers live on in the parent, not here, and a lock another thread of the parent
+    held is held forever here); torch keeps the one hook, which calls nothing until a new
+    callback."""
+    _SUBSCRIBERS.clear()
+    if instruments.CALLBACKS:
+        from torch._dynamo.callback import callback_handler
+
+        for on_start, on_finish in instruments.CALLBACKS:
+            if on_start in callback_handler.start_callbacks:
+                callback_handler.remove_start_callback(on_start)
+            if on_finish in getattr(callback_handler, "end_callbacks", ()):
+                callback_handler.remove_end_callback(on_finish)
+        instruments.CALLBACKS.clear()

@@ -1,0 +1,261 @@
+"""torch's own instruments, read for a block: graph breaks and fullgraph blocks, CUDA-graph
+recordings and compile callbacks, compile seconds, the stance and Dynamo's config, the
+structured-trace logger, and the devices."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import CodeType
+from typing import TYPE_CHECKING, Any
+
+from . import versions
+
+if TYPE_CHECKING:
+    from ..guards import GraphBreak
+
+# Metric capacity while a tracker is active (torch keeps 64 by default).
+METRICS_CAPACITY = 4096
+
+
+@contextmanager
+def error_on_graph_break(value: bool = True) -> Iterator[None]:
+    """Fullgraph semantics for compiles inside the block (``value=False``: none, inside a
+    block that has them), without touching the compile calls.
+
+    torch.compile calls that pass error_on_graph_break= themselves keep their own setting.
+    """
+    import torch._dynamo
+
+    with torch._dynamo.error_on_graph_break(value):
+        yield
+
+
+def graph_break_count() -> int:
+    import torch._dynamo.utils as dynamo_utils
+
+    return len(dynamo_utils.graph_break_reasons) if versions.has_graph_break_records() else 0
+
+
+def graph_breaks_since(mark: int) -> list[GraphBreak]:
+    """GraphBreaks recorded by torch since ``graph_break_count()`` returned ``mark``."""
+    import torch._dynamo.utils as dynamo_utils
+
+    from ..guards import graph_break
+
+    if not versions.has_graph_break_records():
+        return []
+    reasons = dynamo_utils.graph_break_reasons
+    found = reasons[mark:] if len(reasons) >= mark else reasons  # a reset() cleared the list
+    result = []
+    for compile_reason in found:
+        frame = compile_reason.user_stack[-1] if compile_reason.user_stack else None
+        result.append(
+            graph_break(
+                compile_reason.reason,
+                frame.filename if frame else "?",
+                (frame.lineno or 0) if frame else 0,
+                frame.name if frame else "?",
+                (frame.line or "") if frame else "",
+            )
+        )
+    return result
+
+
+def graph_break_error(exc: BaseException) -> GraphBreak | None:
+    """The GraphBreak behind a fullgraph error torch raised at a break, else None."""
+    from torch._dynamo.exc import Unsupported
+
+    from ..guards import graph_break
+
+    if not isinstance(exc, Unsupported):
+        return None
+    stack = getattr(exc, "real_stack", None) or []
+    frame = stack[-1] if stack else None
+    text = getattr(exc, "msg", None) or str(exc)
+    return graph_break(
+        text,
+        frame.filename if frame else "?",
+        (frame.lineno or 0) if frame else 0,
+        frame.name if frame else "?",
+        (frame.line or "") if frame else "",
+    )
+
+
+CALLBACKS: list[tuple[Callable[..., None], Callable[..., None]]] = []  # the blocks' own
+
+
+@dataclass(frozen=True)
+class CompileCallbacks:
+    """What a block's compile callbacks collect, and how to put them back after a reset."""
+
+    recordings: list[str]  # compile id of each CUDA-graph recording (mode="reduce-overhead")
+    rearm: Callable[[], None]  # register again what torch._dynamo.reset() dropped
+
+
+@contextmanager
+def block_callbacks(on_end: Callable[[], None]) -> Iterator[CompileCallbacks]:
+    """torch's compile callbacks for the block: count CUDA-graph recordings, and call
+    ``on_end`` after each compile.
+
+    A re-record is not a Dynamo recompile: no cache entry, no guard. torch announces each
+    recording to compile start callbacks with the CUDAGRAPH_RECORDING trigger (2.7+).
+    ``torch._dynamo.reset()`` drops compile callbacks: call ``rearm`` after one (the tracker
+    does at each compile).
+    """
+    found: list[str] = []
+    if not versions.has_compile_callbacks():
+        yield CompileCallbacks(found, lambda: None)
+        return
+    import torch._dynamo.callback as callback_module
+    from torch._dynamo.callback import callback_handler
+
+    trigger = getattr(getattr(callback_module, "CallbackTrigger", None), "CUDAGRAPH_RECORDING", 0)
+    ends = hasattr(callback_handler, "register_end_callback")
+
+    def on_start(*args: Any) -> None:  # CallbackArgs (2.8+); no argument before
+        if args and getattr(args[0], "callback_trigger", None) == trigger:
+            found.append(str(args[0].compile_id))
+
+    def on_finish(*args: Any) -> None:
+        on_end()
+
+    def rearm() -> None:
+        if on_start not in callback_handler.start_callbacks:
+            callback_handler.register_start_callback(on_start)
+        if ends and on_finish not in callback_handler.end_callbacks:
+            callback_handler.register_end_callback(on_finish)
+
+    rearm()
+    pair = (on_start, on_finish)
+    CALLBACKS.append(pair)
+    try:
+        yield CompileCallbacks(found, rearm)
+    finally:
+        if pair in CALLBACKS:
+            CALLBACKS.remove(pair)
+        if on_start in callback_handler.start_callbacks:
+            callback_handler.remove_start_callback(on_start)
+        if ends and on_finish in callback_handler.end_callbacks:
+            callback_handler.remove_end_callback(on_finish)
+
+
+@dataclass(frozen=True)
+class CompileState:
+    """What a test can change and forget to change back: the stance and Dynamo's config."""
+
+    stance: Any
+    config: dict[str, Any]
+
+
+def compile_state() -> CompileState:
+    import torch._dynamo.config as config
+    import torch._dynamo.eval_frame as eval_frame
+
+    return CompileState(eval_frame._stance, config.get_config_copy())
+
+
+def restore_compile_state(saved: CompileState) -> list[str]:
+    """Put back what changed since ``saved``; return what that was, in words."""
+    import torch._dynamo.config as config
+    import torch._dynamo.eval_frame as eval_frame
+
+    changed = []
+    if eval_frame._stance != saved.stance:
+        changed.append(f"stance {eval_frame._stance.stance!r}")
+        eval_frame._set_stance(saved.stance)
+    now = config.get_config_copy()
+    differing = {k: v for k, v in saved.config.items() if now.get(k) != v}
+    if differing:
+        changed += [f"torch._dynamo.config.{k}={now.get(k)!r}" for k in sorted(differing)]
+        config.load_config(differing)
+    return changed
+
+
+CompileKey = tuple[str, int, str, str]
+
+
+def compile_key(code: CodeType, compile_id: Any) -> CompileKey:
+    """What names one compile: its code object (as torch's metrics name it) and its id.
+
+    The id alone repeats: torch restarts ids after a reset, and newer torch numbers frames
+    per ``isolate_recompiles`` region."""
+    return (code.co_filename, code.co_firstlineno, code.co_name, str(compile_id))
+
+
+@contextmanager
+def compile_seconds() -> Iterator[dict[CompileKey, float]]:
+    """Collect ``entire_frame_compile_time_s`` of the compiles made inside the block.
+
+    The dict (:func:`compile_key` -> seconds) is filled when the block exits. torch keeps 64
+    metrics by default; the capacity is raised for the block and restored after it.
+    """
+    import torch._dynamo.utils as dynamo_utils
+
+    result: dict[CompileKey, float] = {}
+    if not versions.has_compile_metrics():
+        yield result
+        return
+    old_capacity = dynamo_utils._compilation_metrics.maxlen or 64
+    dynamo_utils.set_compilation_metrics_limit(max(old_capacity, METRICS_CAPACITY))
+    existing = {id(m) for m in dynamo_utils._compilation_metrics}
+    try:
+        yield result
+    finally:
+        for metric in dynamo_utils._compilation_metrics:
+            if id(metric) in existing or metric.is_forward is False:
+                continue
+            seconds = metric.entire_frame_compile_time_s
+            if metric.compile_id is not None and seconds is not None:
+                key = (
+                    str(metric.co_filename),
+                    int(metric.co_firstlineno or 0),
+                    str(metric.co_name),
+                    str(metric.compile_id),
+                )
+                result[key] = result.get(key, 0.0) + float(seconds)
+        dynamo_utils.set_compilation_metrics_limit(old_capacity)
+
+
+@functools.cache
+def device_summary() -> str:
+    """What the compiled code runs on here: "cpu", or the CUDA devices by name."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "cpu"
+    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return "cuda: " + ", ".join(names)
+
+
+# torch's structured-trace logger (torch/_logging/_internal.py): it never propagates, and torch
+# builds each structured payload (graphs, guards) whenever it has a handler at all.
+_TRACE_LOGGER = "torch.__trace"
+
+
+@contextmanager
+def trace_log_uncaptured() -> Iterator[None]:
+    """Keep pytest's log-capture handlers off torch's structured-trace logger while the
+    block runs, unless the user asked for torch's logs (``TORCH_LOGS``, ``TORCH_TRACE``).
+
+    pytest 9 attaches its handlers to every non-propagating logger: torch then fills the
+    captured log of a failing test with empty ``DEBUG torch.__trace`` lines and builds every
+    trace payload for nobody. torch's own handlers (a ``TORCH_TRACE`` file) are untouched.
+    """
+    if os.environ.get("TORCH_LOGS") or os.environ.get("TORCH_TRACE"):
+        yield
+        return
+    import logging
+
+    logger = logging.getLogger(_TRACE_LOGGER)
+    removed = [h for h in logger.handlers if type(h).__module__ == "_pytest.logging"]
+    for handler in removed:
+        logger.removeHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in removed:
+            logger.addHandler(handler)

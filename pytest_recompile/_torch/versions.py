@@ -1,0 +1,214 @@
+"""Which torch this is, and what it has: every version check and feature probe, decided once.
+
+The gate needs the compile hook's layout (:func:`check_torch`): torch missing, too old or
+without it is a usage error at start. Optional features (keeping single cache entries,
+fullgraph blocks, graph-break records, compile callbacks, compile metrics) are probed here; a
+torch without one degrades that feature, told in one summary line (:func:`degraded_lines`). A
+torch newer than the newest release the matrix ran is accepted, with one header line
+(:func:`untested_lines`): the probes, not the version, decide what works.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+# The oldest torch this release is tested on, and the newest minor release the matrix ran
+# (.ci/torch-matrix; CI runs 2.13 and the newest). 2.9+ call pre-compile hooks; 2.7 and 2.8 are
+# reached through the limit check (see hooks._register).
+MIN_TORCH = (2, 7)
+MIN_TORCH_TEXT = ".".join(map(str, MIN_TORCH))
+NEWEST_TESTED = (2, 14)
+NEWEST_TESTED_TEXT = ".".join(map(str, NEWEST_TESTED))
+
+# Locals of torch._dynamo.convert_frame._compile that the hook reads (as in 2.13 and 2.14).
+_COMPILE_LOCALS = ("code", "frame", "cache_size", "compile_id")
+# Before 2.9 the limit check of convert_frame._compile is the interception point; it runs once
+# per frame compile, after the guard-failure reasons are computed.
+LIMIT_CHECK = "exceeds_recompile_limit"
+HOOK_LIST = "register_hook_for_recompile_user_context"
+
+
+class TorchUnsupported(RuntimeError):
+    """torch is missing, too old, or lacks an internal the gate needs."""
+
+
+class InternalError(RuntimeError):
+    """torch's compile path no longer looks the way this module expects."""
+
+
+def torch_version() -> str | None:
+    """The installed torch version, without importing torch."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    parts: list[int] = []
+    for piece in text.split("+")[0].split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def check_version() -> str:
+    """Check the installed torch version without importing torch; raise TorchUnsupported."""
+    version = torch_version()
+    if version is None:
+        raise TorchUnsupported(
+            "pytest-recompile: torch is not installed, but the recompile gate was asked for. "
+            f"Install torch >= {MIN_TORCH_TEXT} (pip install 'torch>={MIN_TORCH_TEXT}'), "
+            "or drop --recompile-budget / recompile_budget and the max_recompiles markers."
+        )
+    if version_tuple(version) < MIN_TORCH:
+        raise TorchUnsupported(
+            f"pytest-recompile: torch {version} is too old for the recompile gate; "
+            f"it needs torch >= {MIN_TORCH_TEXT}, the oldest release it is tested on "
+            f"(pip install -U 'torch>={MIN_TORCH_TEXT}')."
+        )
+    return version
+
+
+@functools.cache
+def check_torch() -> str:
+    """Import torch and check that it has what the gate reads; return its version."""
+    version = check_version()
+    import torch._dynamo.cache_size as cache_size
+    import torch._dynamo.convert_frame as convert_frame
+
+    missing = []
+    if not has_hook_list() and not hasattr(convert_frame, LIMIT_CHECK):
+        missing.append(f"{HOOK_LIST} or convert_frame.{LIMIT_CHECK}")
+    missing += [] if hasattr(cache_size, LIMIT_CHECK) else [f"cache_size.{LIMIT_CHECK}"]
+    missing += [] if hasattr(cache_size, "is_recompilation") else ["cache_size.is_recompilation"]
+    names = convert_frame._compile.__code__.co_varnames
+    missing += [f"_compile local {n!r}" for n in _COMPILE_LOCALS if n not in names]
+    if missing:
+        raise TorchUnsupported(
+            f"pytest-recompile: torch {version} lacks what the gate reads: {', '.join(missing)}. "
+            "Please report this with your torch version."
+        )
+    return version
+
+
+def untested_lines() -> list[str]:
+    """One header line when the installed torch is newer than any the matrix ran (read from
+    the installed metadata: no torch import)."""
+    version = torch_version()
+    if version is None or version_tuple(version) <= NEWEST_TESTED:
+        return []
+    return [
+        f"recompile gate: torch {version} is newer than the newest release tested "
+        f"({NEWEST_TESTED_TEXT}); features this torch lacks are named in the summary"
+    ]
+
+
+# -- feature probes (each decided once per process) -----------------------------------------
+
+
+@functools.cache
+def has_hook_list() -> bool:
+    """torch's list of pre-compile hooks (2.9+); before, the limit check is wrapped."""
+    import torch._dynamo.utils as dynamo_utils
+
+    return hasattr(dynamo_utils, HOOK_LIST)
+
+
+@functools.cache
+def can_keep_entries() -> bool:
+    """Whether this torch lets single cache entries be kept while the rest are dropped."""
+    import torch._C._dynamo.eval_frame as eval_frame
+    from torch._dynamo import cache_size, guards
+
+    reason = getattr(guards, "get_guard_fail_reason", None)
+    needed = (
+        hasattr(eval_frame, "reset_code"),
+        hasattr(eval_frame, "_load_precompile_entry"),
+        hasattr(eval_frame, "_debug_get_precompile_entries"),
+        hasattr(eval_frame, "_reset_precompile_entries"),
+        reason is not None and "skip_logging" in inspect.signature(reason).parameters,
+        hasattr(cache_size, "_has_same_id_matched_objs"),
+        all(
+            name in getattr(cache_size.CacheSizeRelevantForFrame, "__dataclass_fields__", {})
+            for name in _CACHE_SIZE_FIELDS
+        ),
+    )
+    return all(needed)
+
+
+_CACHE_SIZE_FIELDS = ("num_cache_entries", "num_cache_entries_with_same_id_matched_objs")
+
+
+@functools.cache
+def can_error_on_graph_break() -> bool:
+    """torch.compile's fullgraph switch for a block (2.9+)."""
+    import torch._dynamo
+
+    return hasattr(torch._dynamo, "error_on_graph_break")
+
+
+@functools.cache
+def has_graph_break_records() -> bool:
+    """torch's list of the graph breaks it made (``utils.graph_break_reasons``)."""
+    import torch._dynamo.utils as dynamo_utils
+
+    return isinstance(getattr(dynamo_utils, "graph_break_reasons", None), list)
+
+
+@functools.cache
+def has_compile_callbacks() -> bool:
+    """torch's compile start/end callbacks, which announce CUDA-graph recordings (2.7+)."""
+    try:
+        from torch._dynamo.callback import callback_handler
+    except ImportError:
+        return False
+    return hasattr(callback_handler, "register_start_callback")
+
+
+@functools.cache
+def has_compile_metrics() -> bool:
+    """torch's per-compile metrics, where compile seconds are read."""
+    import torch._dynamo.utils as dynamo_utils
+
+    return hasattr(dynamo_utils, "_compilation_metrics") and hasattr(
+        dynamo_utils, "set_compilation_metrics_limit"
+    )
+
+
+# What each optional feature's absence costs, in the words of the summary line.
+DEGRADED = (
+    (
+        can_error_on_graph_break,
+        "fullgraph: this torch cannot stop a compile at a graph break (torch._dynamo."
+        "error_on_graph_break); fullgraph rules are judged when each test ends",
+    ),
+    (
+        has_graph_break_records,
+        "graph breaks: this torch keeps no list of them (torch._dynamo.utils."
+        "graph_break_reasons); they are not reported, and fullgraph and max_graph_breaks "
+        "rules see none",
+    ),
+    (
+        has_compile_callbacks,
+        "CUDA graphs: this torch has no compile callbacks (torch._dynamo.callback); "
+        "re-recordings are not counted",
+    ),
+    (
+        has_compile_metrics,
+        "compile seconds: this torch has no compile metrics (torch._dynamo.utils."
+        "_compilation_metrics); times read 0",
+    ),
+)
+
+# Every cached probe, for tests that fake a missing API.
+PROBES = (check_torch, has_hook_list, can_keep_entries, *(probe for probe, _ in DEGRADED))
+
+
+def degraded_lines() -> list[str]:
+    """One summary line per optional feature this torch lacks (single-entry keeping is told
+    by the isolation line)."""
+    return [f"degraded: {line}" for probe, line in DEGRADED if not probe()]
