@@ -24,6 +24,8 @@ from .names import PREFIX
 from .report import (
     TestSummary,
     failure_message,
+    fixture_result,
+    junit_properties,
     summarize_test,
 )
 from .settings import (
@@ -290,7 +292,7 @@ class Gate:
             fixturedef.addfinalizer(functools.partial(self._teardown_begins, fixturedef, owner))
             children = self._children([token])
             if (tracker.records or children) and self.item is not None:
-                result = fixture_result(owner, tracker)
+                result = fixture_result(owner, tracker.records, tracker.graph_breaks)
                 result["processes"] = children
                 result["recompiles"] += sum(p["recompiles"] for p in children)
                 self.item.stash[FIXTURES_KEY].append(result)
@@ -460,51 +462,6 @@ def used_fixtures(item: pytest.Item) -> set[str]:
     request = getattr(item, "_request", None)
     names.update(getattr(request, "fixturenames", None) or ())
     return names
-
-
-def fixture_result(owner: Owner, tracker: RecompileTracker) -> dict[str, Any]:
-    """A wider fixture's compiles while it was set up (JSON-ready: it travels on a report)."""
-    records = tracker.records
-    return {
-        "fixture": owner.describe(),
-        "name": owner.name,
-        "scope": owner.scope,
-        "node": owner.location,
-        "compiles": sum(r.compiles for r in records),
-        "recompiles": sum(r.recompile_count for r in records),
-        "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
-        "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
-        "limit_hit": [r.qualname for r in records if r.limit],
-        "functions": [r.to_dict() for r in records],
-        "graph_breaks": [b.to_dict() for b in tracker.graph_breaks],
-    }
-
-
-JUNIT_NAMES = (
-    "recompiles",
-    "recompile_budget",
-    "recompile_budget_source",
-    "recompile_worst",
-    "recompile_seconds",
-    "recompile_processes",
-)
-
-
-def junit_properties(item: pytest.Item, data: TestSummary) -> list[tuple[str, object]]:
-    """The item's user properties with this attempt's recompile figures (JUnit XML reads
-    the teardown report's); earlier attempts' figures (reruns) are replaced."""
-    item.user_properties[:] = [p for p in item.user_properties if p[0] not in JUNIT_NAMES]
-    item.user_properties += [
-        ("recompiles", data["recompiles"]),
-        ("recompile_budget", "" if data["budget"] is None else data["budget"]),
-        ("recompile_budget_source", data["budget_source"] or ""),
-        ("recompile_worst", data["worst"] or ""),
-        ("recompile_seconds", data["recompile_seconds"]),
-    ]
-    if data["processes"]:  # "rank 0 (pid 4241): 0; rank 1 (pid 4242): 1"
-        children = [f"{processes.who(p)}: {p['recompiles']}" for p in data["processes"]]
-        item.user_properties.append(("recompile_processes", "; ".join(children)))
-    return list(item.user_properties)
 
 
 class QuietTrace:

@@ -6,12 +6,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
+
+import pytest
 
 from .guards import GraphBreak, Reason, hint_for, label_for
 from .markers import Budget
 from .names import PREFIX
+from .processes import who
 from .verdict import FunctionRecord, Recompile, Violation, rerecords
+
+if TYPE_CHECKING:
+    from .isolation import Owner
 
 STOPPED = "stopped here, before compiling"
 EAGER_FALLBACK = "fell back to eager"
@@ -262,7 +268,7 @@ def summarize_test(
     processes: list[dict[str, Any]] | None = None,
 ) -> TestSummary:
     """One test's results (see :class:`TestSummary`)."""
-    from .processes import divergence, who
+    from .processes import divergence
 
     worst = max(records, key=lambda r: r.recompile_count, default=None)
     total = budget.total if budget is not None else None
@@ -559,3 +565,49 @@ def warm_message(name: str, filename: str, lineno: int, reasons: tuple[Reason, .
     if not reasons:
         lines.append("    a first compile: warm the function up before the warm block")
     return "\n".join(lines + fix_lines([(r.label, r.hint) for r in reasons]))
+
+
+def fixture_result(
+    owner: Owner, records: list[FunctionRecord], graph_breaks: list[GraphBreak]
+) -> dict[str, Any]:
+    """A wider fixture's compiles while it was set up (JSON-ready: it travels on a report)."""
+    return {
+        "fixture": owner.describe(),
+        "name": owner.name,
+        "scope": owner.scope,
+        "node": owner.location,
+        "compiles": sum(r.compiles for r in records),
+        "recompiles": sum(r.recompile_count for r in records),
+        "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
+        "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
+        "limit_hit": [r.qualname for r in records if r.limit],
+        "functions": [r.to_dict() for r in records],
+        "graph_breaks": [b.to_dict() for b in graph_breaks],
+    }
+
+
+JUNIT_NAMES = (
+    "recompiles",
+    "recompile_budget",
+    "recompile_budget_source",
+    "recompile_worst",
+    "recompile_seconds",
+    "recompile_processes",
+)
+
+
+def junit_properties(item: pytest.Item, data: TestSummary) -> list[tuple[str, object]]:
+    """The item's user properties with this attempt's recompile figures (JUnit XML reads
+    the teardown report's); earlier attempts' figures (reruns) are replaced."""
+    item.user_properties[:] = [p for p in item.user_properties if p[0] not in JUNIT_NAMES]
+    item.user_properties += [
+        ("recompiles", data["recompiles"]),
+        ("recompile_budget", "" if data["budget"] is None else data["budget"]),
+        ("recompile_budget_source", data["budget_source"] or ""),
+        ("recompile_worst", data["worst"] or ""),
+        ("recompile_seconds", data["recompile_seconds"]),
+    ]
+    if data["processes"]:  # "rank 0 (pid 4241): 0; rank 1 (pid 4242): 1"
+        children = [f"{who(p)}: {p['recompiles']}" for p in data["processes"]]
+        item.user_properties.append(("recompile_processes", "; ".join(children)))
+    return list(item.user_properties)
