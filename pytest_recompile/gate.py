@@ -1,9 +1,13 @@
-"""The gate: the per-test phases (isolation, tracking, judging) and the session summary,
-registered only when something is gated.
+"""The gate: the per-test phases (isolation, tracking, judging), registered only when
+something is gated.
 
-Importing this module imports the tracker and the reports (not torch itself: that happens when
-the first gated test starts). :mod:`pytest_recompile.plugin` imports it only when the gate is
-asked for, so a session without the gate never pays for it.
+Each hook hands off: who compiled what, and which entries a test starts from, to the
+:class:`~pytest_recompile.isolation.Ledger`; recording to a
+:class:`~pytest_recompile.tracker.RecompileTracker` per test and per wider fixture's set-up;
+judgement to the test's :class:`~pytest_recompile.outcome.TestVerdict`; child processes to the
+:class:`~pytest_recompile.processes.Spool`; the session's results to
+:mod:`pytest_recompile.summary`. Importing this module imports no torch (the first gated test
+does); :mod:`pytest_recompile.plugin` imports it only when the gate is asked for.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ import pytest
 
 from . import processes
 from ._torch import entries, events, hooks, instruments, versions
+from .budgets import assign_budgets
 from .isolation import Ledger, Owner
 from .names import PREFIX
+from .outcome import TestVerdict, raised
 from .report import (
     TestSummary,
     failure_message,
@@ -28,22 +34,8 @@ from .report import (
     junit_properties,
     summarize_test,
 )
-from .settings import (
-    BUDGET_KEY,
-    CHILDREN_FAILED_KEY,
-    FIXTURES_KEY,
-    ORDER_KEY,
-    PROCESSES_KEY,
-    TRACKER_KEY,
-    Settings,
-    assign_budgets,
-)
-from .tracker import (
-    RecompileBudgetExceeded,
-    RecompileGateError,
-    RecompileTracker,
-    stopped_message,
-)
+from .settings import BUDGET_KEY, FIXTURES_KEY, TRACKER_KEY, VERDICT_KEY, Settings
+from .tracker import RecompileBudgetExceeded, RecompileGateError, RecompileTracker, stopped_message
 
 
 class Gate:
@@ -53,12 +45,11 @@ class Gate:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.ledger = Ledger()
-        self.tracker: RecompileTracker | None = None  # the running gated test's
+        self.tracker: RecompileTracker | None = None  # the running test's (or its fixture's)
+        self.verdict: TestVerdict | None = None  # the running gated test's
         self.item: pytest.Item | None = None  # the test whose phases are running
         self.test_owner: Owner | None = None
         self.fixture_trackers: list[RecompileTracker] = []  # wider fixtures being set up
-        self.live: dict[int, Owner] = {}  # id(fixturedef) -> owner of its current set-up
-        self.tearing: dict[int, Owner] = {}  # id(fixturedef) -> its teardown, while it runs
         self.isolating_setup = False  # an isolated test's set-up is running
         self.keeps_entries = True  # False: this torch needs a full reset instead
         self.reset_pending = False  # the full reset waits until the wider fixtures are set up
@@ -67,9 +58,58 @@ class Gate:
         self.test_token: str | None = None  # what children's compiles go to now, if gated
         self.degraded: list[str] = []  # features this torch lacks, told once on a report
 
+    # -- hooks: each hands off ------------------------------------------------------------------
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         assign_budgets(items, self.settings)
+
+    def pytest_unconfigure(self) -> None:
+        self.close()
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        return (yield from self.setup_phase(item))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(
+        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+    ) -> Generator[None, Any, Any]:
+        if fixturedef.scope == "function":
+            self._full_reset_if_pending()
+            return (yield)
+        return (yield from self.wider_fixture_setup(fixturedef, request))
+
+    def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any]) -> None:
+        ended_teardown, gone = self.ledger.torn_down(id(fixturedef))
+        if ended_teardown:
+            self._announce_test()
+        if gone and self.isolating_setup:
+            # Torn down while a test is set up (a parametrized module fixture moving to its
+            # next value): its entries go now, before this test's own phases start.
+            self._contained(self.ledger.isolate)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        self._full_reset_if_pending()
+        verdict = item.stash.get(VERDICT_KEY, None)
+        if verdict is None:
+            return (yield)
+        return (yield from self.call_phase(item, verdict))
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        return (yield from self.teardown_phase(item))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        self._contained(self.annotate, item, call, report)
+        return report
+
+    # -- session --------------------------------------------------------------------------------
 
     def _listen(self) -> None:
         """Start seeing every compile (once per session, before the first test runs)."""
@@ -89,8 +129,9 @@ class Gate:
         if self.settings.processes:
             self.spool = processes.Spool()
 
-    def pytest_unconfigure(self) -> None:
-        # A run ended mid-test (KeyboardInterrupt, pytest.exit) skips teardown: stop here.
+    def close(self) -> None:
+        """The session ends. A run ended mid-test (KeyboardInterrupt, pytest.exit) skips
+        teardown: trackers stop here."""
         for tracker in [self.tracker, *self.fixture_trackers]:
             if tracker is not None:
                 tracker.stop()
@@ -109,7 +150,7 @@ class Gate:
         owner = self._contained(self.ledger.note, event) or self.ledger.current
         if owner.kind == "fixture" and self.fixture_trackers:
             if event.is_recompile:
-                self._contained(self._note_against, owner, event)
+                self._contained(self.ledger.note_against, owner, event)
             self.fixture_trackers[-1].on_compile(event, again=again)
         elif owner is self.test_owner and self.tracker is not None and self.tracker.active:
             against = self._contained(self._against, event)
@@ -127,51 +168,17 @@ class Gate:
             )
             return None
 
-    def _rejected_by(self, event: events.CompileEvent) -> list[Owner]:
-        """The live fixtures whose cache entries rejected this call."""
-        owners = self.ledger.owners_of(event.code)
-        found = (owners.get(reason.partition(":")[0]) for reason in event.reasons)
-        return list({id(o): o for o in found if o is not None and o.kind == "fixture"}.values())
-
-    def _note_against(self, owner: Owner, event: events.CompileEvent) -> None:
-        """A wider fixture's set-up recompiled against another fixture's entries: what it
-        keeps then depends on that fixture being live (the order-dependent edge)."""
-        for other in self._rejected_by(event):
-            if other is not owner and other not in owner.against:
-                owner.against.append(other)
-
     def _against(self, event: events.CompileEvent) -> str | None:
-        """Name the live fixtures whose entries rejected the call, if the test does not use
-        them: the one case where a verdict depends on which tests ran before."""
-        if not event.is_recompile or self.item is None:
+        if self.item is None:
             return None
-        used = used_fixtures(self.item)
-        strangers = [o.describe() for o in self._rejected_by(event) if o.name not in used]
-        if not strangers:
-            return None
-        return f"against entries made by {', '.join(strangers)}, which this test does not use"
+        return self.ledger.against(event, used_fixtures(self.item))
 
     def _note_order(self, item: pytest.Item) -> None:
         """Read the order note while the test's fixtures live (the last test of a module
         is reported after its module's fixtures are torn down)."""
-        if item.stash.get(TRACKER_KEY, None) is not None:
-            item.stash[ORDER_KEY] = self._contained(self.order_note, item)
-
-    def order_note(self, item: pytest.Item) -> str | None:
-        """The other direction of the edge: a fixture this test uses was set up as a
-        recompile against a live fixture the test does not use, so what the test starts
-        from (and may count) differs from a run of the test alone."""
-        used = used_fixtures(item)
-        notes = [
-            f"{fixture.describe()} was set up against entries of {other.describe()}"
-            for fixture in self.ledger.fixtures
-            if fixture.name in used
-            for other in fixture.against
-            if other.name not in used
-        ]
-        if not notes:
-            return None
-        return f"{'; '.join(notes)}, which this test does not use: alone, it may count otherwise"
+        verdict = item.stash.get(VERDICT_KEY, None)
+        if verdict is not None:
+            verdict.order_note = self._contained(self.ledger.order_note, used_fixtures(item))
 
     def _full_reset_if_pending(self) -> None:
         if self.reset_pending:
@@ -205,34 +212,28 @@ class Gate:
         self.spool.faults.clear()
         return found or []
 
-    def _note_children(self, item: pytest.Item, tracker: RecompileTracker) -> list[dict[str, Any]]:
-        """Read the test's children's records; functions they compiled are not unknown."""
+    def _note_children(self, verdict: TestVerdict) -> list[dict[str, Any]]:
         children = self._children([self.test_token])
-        item.stash[PROCESSES_KEY] = children
-        tracker.elsewhere = frozenset(
-            name for p in children for fn in p["functions"] for name in (fn["name"], fn["qualname"])
-        )
+        verdict.note_children(children)
         return children
-
-    def _children_verdict(
-        self, item: pytest.Item, tracker: RecompileTracker
-    ) -> tuple[str | None, str | None]:
-        """The children's broken rules (to fail with) and what is only told."""
-        children = self._note_children(item, tracker)
-        fail = processes.failure_lines(children)
-        told = processes.notes(children)
-        diverged = processes.divergence(children)
-        same = tracker.budget.same_across_ranks if tracker.budget is not None else None
-        if diverged and same:
-            fail.append(f"{PREFIX} {diverged} ({same})")
-        elif diverged:
-            told.append(diverged)
-        return "\n".join(fail) or None, "\n".join(told) or None
 
     # -- phases ---------------------------------------------------------------------------------
 
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+    def setup_phase(self, item: pytest.Item) -> Generator[None, None, None]:
+        self.begin_test(item)
+        try:
+            return (yield)
+        except RecompileBudgetExceeded as exc:  # a function-scoped fixture went over budget
+            stopped = exc
+        finally:
+            self.isolating_setup = False
+            self._note_order(item)
+        if self.verdict is not None:
+            self.verdict.judge_now()
+        _fail(stopped, item)
+
+    def begin_test(self, item: pytest.Item) -> None:
+        """Before a test's set-up: isolate it, and start its tracker if it is gated."""
         budget = item.stash.get(BUDGET_KEY, None)
         self._listen()
         item.stash[FIXTURES_KEY] = []
@@ -250,27 +251,15 @@ class Gate:
                 budget, mode=self.settings.mode, reset=False, warm_start=True, listen=False
             )
             self.tracker = item.stash[TRACKER_KEY] = tracker.start()
+            self.verdict = item.stash[VERDICT_KEY] = TestVerdict(tracker)
             if self.spool is not None:
                 self.test_token = self.spool.announce("test", item.nodeid, budget, tracker.mode)
         self.isolating_setup = isolated and self.keeps_entries
-        try:
-            return (yield)
-        except RecompileBudgetExceeded as exc:  # a function-scoped fixture went over budget
-            stopped = exc
-        finally:
-            self.isolating_setup = False
-            self._note_order(item)
-        if self.tracker is not None:
-            self.tracker.judged = len(self.tracker.violations())
-        _fail(stopped, item)
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_fixture_setup(
+    def wider_fixture_setup(
         self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
     ) -> Generator[None, Any, Any]:
-        if fixturedef.scope == "function":
-            self._full_reset_if_pending()
-            return (yield)
+        """A wider fixture's set-up: recorded under the fixture, charged to no test."""
         owner = Owner("fixture", fixturedef.argname, fixturedef.scope, request.node.nodeid)
         tracker = RecompileTracker(mode="report-only", reset=False, warm_start=True, listen=False)
         if self.tracker is not None:
@@ -288,14 +277,21 @@ class Gate:
             self._contained(self.ledger.leave, owner)
             if self.tracker is not None:
                 self.tracker.resume()
-            self.live[id(fixturedef)] = owner
-            fixturedef.addfinalizer(functools.partial(self._teardown_begins, fixturedef, owner))
-            children = self._children([token])
-            if (tracker.records or children) and self.item is not None:
-                result = fixture_result(owner, tracker.records, tracker.graph_breaks)
-                result["processes"] = children
-                result["recompiles"] += sum(p["recompiles"] for p in children)
-                self.item.stash[FIXTURES_KEY].append(result)
+            self.ledger.set_up(id(fixturedef), owner)
+            fixturedef.addfinalizer(
+                functools.partial(self.ledger.teardown_begins, id(fixturedef), owner)
+            )
+            fixturedef.addfinalizer(functools.partial(self._announce, None))
+            self._contained(self._note_fixture, owner, tracker, token)
+
+    def _note_fixture(self, owner: Owner, tracker: RecompileTracker, token: str | None) -> None:
+        """What a wider fixture compiled while set up, on the report of the test it ran for."""
+        children = self._children([token])
+        if (tracker.records or children) and self.item is not None:
+            result = fixture_result(owner, tracker.records, tracker.graph_breaks)
+            result["processes"] = children
+            result["recompiles"] += sum(p["recompiles"] for p in children)
+            self.item.stash[FIXTURES_KEY].append(result)
 
     @contextlib.contextmanager
     def _own_rules_off(self) -> Iterator[None]:
@@ -307,33 +303,7 @@ class Gate:
         with instruments.error_on_graph_break(False):
             yield
 
-    def _teardown_begins(self, fixturedef: pytest.FixtureDef[Any], owner: Owner) -> None:
-        """A wider fixture's teardown is about to run: compiles there belong to no test."""
-        dropped = Owner("dropped", f"teardown of {owner.describe()}")
-        self.tearing[id(fixturedef)] = dropped
-        self.ledger.enter(dropped)
-        self._announce(None)
-
-    def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any]) -> None:
-        dropped = self.tearing.pop(id(fixturedef), None)
-        if dropped is not None:
-            self.ledger.leave(dropped)
-            self._announce_test()
-        owner = self.live.pop(id(fixturedef), None)
-        if owner is None:
-            return
-        self.ledger.fixture_gone(owner)
-        if self.isolating_setup:
-            # Torn down while a test is set up (a parametrized module fixture moving to its
-            # next value): its entries go now, before this test's own phases start.
-            self._contained(self.ledger.isolate)
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
-        self._full_reset_if_pending()
-        tracker = item.stash.get(TRACKER_KEY, None)
-        if tracker is None:
-            return (yield)
+    def call_phase(self, item: pytest.Item, verdict: TestVerdict) -> Generator[None, None, None]:
         state = instruments.compile_state()
         failure: BaseException | None = None
         try:
@@ -343,105 +313,105 @@ class Gate:
         finally:
             _restore(item, state)
             self._note_order(item)
-        children, told = self._contained(self._children_verdict, item, tracker) or (None, None)
-        decided = tracker.outcome(failure, str(item.config.rootpath))
-        section = decided.section
-        fail = decided.fail
-        item.stash[CHILDREN_FAILED_KEY] = ""  # an earlier attempt's (reruns) is not this one's
-        if children and self.settings.enforced:
-            children = "\n".join(filter(None, [children, told and _indented(told)]))
-            item.stash[CHILDREN_FAILED_KEY] = children  # unittest reports its own error
-            fail = "\n".join(filter(None, [fail, children, _raised(failure)]))
-        elif fail:
-            fail = "\n".join(filter(None, [fail, told and _indented(told)]))
-        else:
-            section = "\n".join(filter(None, [section, children, told]))
-        if section:
-            item.add_report_section("call", "recompile", section)
-        if fail:  # outside the except block: no chained torch traceback
-            pytest.fail(fail, pytrace=False)
+        children = self._contained(self._note_children, verdict) or []
+        root = str(item.config.rootpath)
+        own = verdict.outcome(failure, root)
+        enforced = self.settings.enforced
+        decided = self._contained(verdict.with_children, own, children, failure, enforced) or own
+        if decided.section:
+            item.add_report_section("call", "recompile", decided.section)
+        if decided.fail:  # outside the except block: no chained torch traceback
+            pytest.fail(decided.fail, pytrace=False)
         if failure is not None:
             raise failure
         return result
 
-    @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
-        tracker = item.stash.get(TRACKER_KEY, None)
+    def teardown_phase(self, item: pytest.Item) -> Generator[None, None, None]:
+        verdict = item.stash.get(VERDICT_KEY, None)
         stopped: RecompileBudgetExceeded | None = None
         try:
             result = yield
         except RecompileBudgetExceeded as exc:  # a function-scoped fixture's teardown
             stopped = exc
         finally:
-            self.ledger.phase = []
-            self.test_owner = None
-            self.item = None
-            self.tracker = None
-            if tracker is not None:
-                self._note_children(item, tracker)
-            self.test_token = None
-            self._announce(None)
-            if tracker is not None:
-                tracker.stop()
+            self.end_test(verdict)
         if stopped is not None:
             _fail(stopped, item)
-        if tracker is not None and self.settings.enforced:
-            found = tracker.violations()
-            if len(found) > tracker.judged:  # compiles in teardown broke the rules
-                pytest.fail(failure_message(tracker.records, found), pytrace=False)
+        if verdict is not None and self.settings.enforced:
+            late = verdict.late_violations()
+            if late:  # compiles in teardown broke the rules
+                pytest.fail(failure_message(verdict.tracker.records, late), pytrace=False)
         return result
+
+    def end_test(self, verdict: TestVerdict | None) -> None:
+        """After a test's teardown: nobody owns compiles, its tracker stops."""
+        self.ledger.phase = []
+        self.test_owner = None
+        self.item = None
+        self.tracker = None
+        self.verdict = None
+        if verdict is not None:
+            self._note_children(verdict)
+        self.test_token = None
+        self._announce(None)
+        if verdict is not None:
+            verdict.tracker.stop()
 
     # -- reports --------------------------------------------------------------------------------
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
+    def annotate(self, item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> None:
+        """Put the test's figures, its wider fixtures' compiles and contained faults on the
+        report (they travel with it, so under xdist too)."""
         fixtures = item.stash.get(FIXTURES_KEY, None)
         if call.when == "setup" and fixtures:
-            report.recompile_fixtures = fixtures  # type: ignore[attr-defined]
+            report.recompile_fixtures = fixtures
         if call.when == "teardown" and item.stash.get(BUDGET_KEY, None) is not None:
-            report.recompile_gated = True  # type: ignore[attr-defined]
-        tracker = item.stash.get(TRACKER_KEY, None)
-        if tracker is not None and (call.when != "setup" or report.failed):
-            data = self._contained(self.results, item, tracker)
+            report.recompile_gated = True
+        verdict = item.stash.get(VERDICT_KEY, None)
+        if verdict is not None and (call.when != "setup" or report.failed):
+            data = self._contained(self.results, item, verdict)
             if data is not None:
-                report.recompile = data  # type: ignore[attr-defined]
+                report.recompile = data
                 if call.when == "teardown":
                     report.user_properties = junit_properties(item, data)
         if self.degraded:  # told once per process; the summary says each line once
-            report.recompile_degraded = self.degraded  # type: ignore[attr-defined]
-            self.degraded = []
+            report.recompile_degraded, self.degraded = self.degraded, []
         faults = self.ledger.take_faults()
         if faults:  # told once, on the report of the phase they happened in
-            report.recompile_faults = [f"{item.nodeid}: {f}" for f in faults]  # type: ignore[attr-defined]
+            report.recompile_faults = [f"{item.nodeid}: {f}" for f in faults]
+        self._gate_longrepr(item, call, report, verdict)
+
+    @staticmethod
+    def _gate_longrepr(
+        item: pytest.Item, call: pytest.CallInfo[None], report: Any, verdict: TestVerdict | None
+    ) -> None:
+        """Where pytest did not let the gate's hooks fail the test, show the gate's message."""
         stopped = call.excinfo.value if call.excinfo is not None else None
-        children = item.stash.get(CHILDREN_FAILED_KEY, None) if call.when == "call" else None
+        children = verdict.children_failed if verdict is not None and call.when == "call" else ""
         if children and report.failed and not isinstance(stopped, pytest.fail.Exception):
             # unittest put its own error in place of the gate's failure: show both
-            report.longrepr = "\n".join(filter(None, [children, _raised(stopped)]))
+            report.longrepr = "\n".join(filter(None, [children, raised(stopped)]))
         elif isinstance(stopped, RecompileGateError) and not stopped.from_child and report.failed:
             # Raised where pytest did not let the gate's hooks catch it (unittest, a thread,
             # a subtest): show the gate's message alone, not torch's frames.
             report.longrepr = stopped_message(stopped, str(item.config.rootpath))
-        return report
 
-    def results(self, item: pytest.Item, tracker: RecompileTracker) -> TestSummary:
+    def results(self, item: pytest.Item, verdict: TestVerdict) -> TestSummary:
         """The test's results so far: they travel on its reports (so under xdist too)."""
+        tracker = verdict.tracker
         return summarize_test(
             tracker.records,
             tracker.budget,
-            tracker.violations(),
+            verdict.violations(),
             tracker.graph_breaks,
             baseline=self.settings.baseline_counts.get(item.nodeid),
             device=instruments.device_summary(),
             cudagraph_recordings=tracker.cudagraph_recordings,
             isolation=self.isolation,
-            stopped_at=tracker.stopped_at,
-            refused=tracker.refused,
-            order_note=item.stash.get(ORDER_KEY, None),
-            processes=item.stash.get(PROCESSES_KEY, None),
+            stopped_at=verdict.stopped_at,
+            refused=verdict.refused,
+            order_note=verdict.order_note,
+            processes=verdict.children,
         )
 
     @property
@@ -505,18 +475,6 @@ def _restore(item: pytest.Item, state: instruments.CompileState) -> None:
             str(path),
             (lineno or 0) + 1,
         )
-
-
-def _indented(text: str) -> str:
-    return "\n".join(f"  {line}" for line in text.splitlines())
-
-
-def _raised(failure: BaseException | None) -> str | None:
-    """The test's own exception, named beside its children's failures (never hidden)."""
-    if failure is None or isinstance(failure, RecompileGateError):
-        return None
-    first = (str(failure).strip().splitlines() or [""])[0]
-    return f"  the test itself raised {type(failure).__name__}: {first[:200]}"
 
 
 def _fail(stopped: RecompileBudgetExceeded, item: pytest.Item) -> NoReturn:

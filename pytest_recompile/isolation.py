@@ -83,6 +83,8 @@ class Ledger:
     faulted: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     _told: set[str] = field(default_factory=set)
     started: bool = False
+    live: dict[int, Owner] = field(default_factory=dict)  # fixture key -> its current set-up
+    tearing: dict[int, Owner] = field(default_factory=dict)  # fixture key -> its teardown
 
     @property
     def current(self) -> Owner:
@@ -186,6 +188,67 @@ class Ledger:
             for code in list(self.store):
                 self.dirty.add(code)
             self.state_dirty = True
+
+    # -- wider fixtures' lifetimes (keyed by their FixtureDef's id) --------------------------
+
+    def set_up(self, key: int, owner: Owner) -> None:
+        """A wider fixture's set-up ended: its entries are kept until it is torn down."""
+        self.live[key] = owner
+
+    def teardown_begins(self, key: int, owner: Owner) -> None:
+        """A wider fixture's teardown is about to run: compiles there belong to no test."""
+        dropped = Owner("dropped", f"teardown of {owner.describe()}")
+        self.tearing[key] = dropped
+        self.enter(dropped)
+
+    def torn_down(self, key: int) -> tuple[bool, bool]:
+        """A fixture's finalizers ran: (its teardown phase ended here, a live wider fixture
+        is gone)."""
+        dropped = self.tearing.pop(key, None)
+        if dropped is not None:
+            self.leave(dropped)
+        owner = self.live.pop(key, None)
+        if owner is not None:
+            self.fixture_gone(owner)
+        return dropped is not None, owner is not None
+
+    def rejected_by(self, event: events.CompileEvent) -> list[Owner]:
+        """The live fixtures whose cache entries rejected this call."""
+        owners = self.owners_of(event.code)
+        found = (owners.get(reason.partition(":")[0]) for reason in event.reasons)
+        return list({id(o): o for o in found if o is not None and o.kind == "fixture"}.values())
+
+    def note_against(self, owner: Owner, event: events.CompileEvent) -> None:
+        """A wider fixture's set-up recompiled against another fixture's entries: what it
+        keeps then depends on that fixture being live (the order-dependent edge)."""
+        for other in self.rejected_by(event):
+            if other is not owner and other not in owner.against:
+                owner.against.append(other)
+
+    def against(self, event: events.CompileEvent, used: set[str]) -> str | None:
+        """Name the live fixtures whose entries rejected the call, if the test does not use
+        them (``used``): the one case where a verdict depends on which tests ran before."""
+        if not event.is_recompile:
+            return None
+        strangers = [o.describe() for o in self.rejected_by(event) if o.name not in used]
+        if not strangers:
+            return None
+        return f"against entries made by {', '.join(strangers)}, which this test does not use"
+
+    def order_note(self, used: set[str]) -> str | None:
+        """The other direction of the edge: a fixture this test uses was set up as a
+        recompile against a live fixture the test does not use, so what the test starts
+        from (and may count) differs from a run of the test alone."""
+        notes = [
+            f"{fixture.describe()} was set up against entries of {other.describe()}"
+            for fixture in self.fixtures
+            if fixture.name in used
+            for other in fixture.against
+            if other.name not in used
+        ]
+        if not notes:
+            return None
+        return f"{'; '.join(notes)}, which this test does not use: alone, it may count otherwise"
 
     def start_state(self) -> dict[Any, Any]:
         """The automatic-dynamic state a test starts from: import time's, then each live

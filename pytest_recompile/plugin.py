@@ -14,14 +14,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PREFIX, PROCESS_MODES
+from .names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PROCESS_MODES
 from .settings import (
     BARE_FLAG_HINT,
     SETTINGS_KEY,
     TRACKER_KEY,
     Settings,
-    assign_budgets,
-    budget_of,
     budget_option,
 )
 
@@ -247,14 +245,12 @@ class MarkerCheck:
         report = yield
         if not report.passed:
             return report
-        errors = []
-        for item in marked(report.result):
-            from .markers import BudgetError
+        items = list(marked(report.result))
+        if not items:
+            return report
+        from .budgets import marker_errors
 
-            try:
-                budget_of(item, self.settings)
-            except BudgetError as exc:
-                errors.append(f"{PREFIX} {exc}")
+        errors = marker_errors(items, self.settings)
         if errors:
             report.outcome = "failed"
             report.longrepr = "\n".join(errors)
@@ -274,7 +270,12 @@ class MarkerScan:
     ) -> None:
         settings = self.settings
         found = next(marked(items), None) is not None
-        gated = (found or bool(settings.baseline_counts)) and assign_budgets(items, settings)
+        if found or settings.baseline_counts:
+            from .budgets import assign_budgets
+
+            gated = assign_budgets(items, settings)
+        else:
+            gated = False
         uses = any("recompiles" in getattr(item, "fixturenames", ()) for item in items)
         if gated or uses:
             register_gate(config, settings)

@@ -10,20 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .names import GITHUB_MODES, MARKERS, MODES, PREFIX, PROCESS_MODES
+from .markers import Budget, BudgetError, Rule, parse_count_text
+from .names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
 
-# markers.py is imported where a value is parsed: a run that asks for nothing never loads it.
 if TYPE_CHECKING:
-    from .markers import Budget, Rule
+    from .outcome import TestVerdict
     from .tracker import RecompileTracker
 
 SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
 BUDGET_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
 TRACKER_KEY: pytest.StashKey[RecompileTracker] = pytest.StashKey()
 FIXTURES_KEY: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()
-ORDER_KEY: pytest.StashKey[str | None] = pytest.StashKey()  # read while its fixtures live
-PROCESSES_KEY: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()  # children's records
-CHILDREN_FAILED_KEY: pytest.StashKey[str] = pytest.StashKey()  # children's broken rules
+VERDICT_KEY: pytest.StashKey[TestVerdict] = pytest.StashKey()  # the gate's, per gated test
 
 BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
 
@@ -99,8 +97,6 @@ def _default_budget(config: pytest.Config) -> Rule[int] | None:
     ini = str(config.getini("recompile_budget") or "").strip()
     if value is None and not ini:
         return None
-    from .markers import BudgetError, Rule, parse_count_text
-
     if value is not None:
         return Rule(value, f"--recompile-budget={value}")
     try:
@@ -157,8 +153,6 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
         )
     check_writable(baseline, f"{PREFIX} {baseline_from}")
     # Record every test's full count and fail none.
-    from .markers import Rule
-
     default = settings.default or Rule(0, "--recompile-baseline-update")
     return replace(settings, mode="report-only", default=default, baseline_update=True)
 
@@ -176,43 +170,8 @@ def _path_option(config: pytest.Config, name: str) -> tuple[str | None, str]:
 
 def budget_option(text: str) -> int:
     """argparse ``type=`` of --recompile-budget."""
-    from .markers import BudgetError, parse_count_text
 
     try:
         return parse_count_text(text, f"{PREFIX} --recompile-budget")
     except BudgetError as exc:
         raise argparse.ArgumentTypeError(f"{exc}; {BARE_FLAG_HINT}") from None
-
-
-def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
-    """The test's rules from its markers and the run's settings; raises BudgetError."""
-    from .markers import Rule, budget_from_marks
-
-    recorded = settings.baseline_counts.get(item.nodeid)
-    return budget_from_marks(
-        {name: list(item.iter_markers(name)) for name in MARKERS},
-        settings.default,
-        item.nodeid,
-        fullgraph_default=settings.fullgraph,
-        baseline=Rule(recorded, "baseline") if recorded is not None else None,
-    )
-
-
-def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
-    """Stash each test's budget; True if any test is gated. Bad markers were collection
-    errors already (:class:`pytest_recompile.plugin.MarkerCheck`); any left is a usage error."""
-    from .markers import BudgetError
-
-    errors = []
-    gated = False
-    for item in items:
-        try:
-            budget = budget_of(item, settings)
-        except BudgetError as exc:
-            errors.append(f"{PREFIX} {exc}")
-            continue
-        item.stash[BUDGET_KEY] = budget
-        gated = gated or budget is not None
-    if errors:
-        raise pytest.UsageError("\n".join(errors))
-    return gated

@@ -1,9 +1,10 @@
-"""Recording: the compiles of each function while a block runs (a test, a ``with`` block).
+"""Tracking: torch's instruments driven for a block (a test, a ``with`` block).
 
-The tracker turns torch's compile events into :class:`~pytest_recompile.verdict.FunctionRecord`
-values and hands them to :func:`~pytest_recompile.verdict.judge`; in fail-fast mode it raises at
-the compile that breaks the rules. Plain Python, usable in a script or notebook as well as from
-the pytest plugin::
+The tracker is a :class:`~pytest_recompile.recorder.Recorder` that listens to torch: compile
+events, graph breaks, CUDA-graph recordings, compile seconds and cache entries. It hands its
+records to :func:`~pytest_recompile.verdict.judge`; in fail-fast mode it raises at the compile
+that breaks the rules. Plain Python, usable in a script or notebook as well as from the pytest
+plugin::
 
     from pytest_recompile import RecompileTracker
 
@@ -17,23 +18,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass, replace
-from types import CodeType, TracebackType
+from types import TracebackType
 from typing import Any
 
 from ._torch import entries, events, guard_tree, hooks, instruments, versions
 from .guards import (
     GraphBreak,
     InstalledGuard,
-    Reason,
     distinct_breaks,
     installed_guard,
-    parse_reason,
 )
 from .markers import Budget, Rule, check_count
 from .names import MODES
+from .recorder import Recorder, event_reasons
 from .report import Site, call_frame, failure_message, warm_message
-from .verdict import FunctionRecord, Recompile, Violation, judge, unknown_functions
+from .verdict import FunctionRecord, Violation, judge, unknown_functions
 
 
 class RecompileGateError(AssertionError):
@@ -74,29 +73,7 @@ class RecompileBudgetExceeded(RecompileGateError):
         super().__init__(failure_message(records, violations, stopped=stopped))
 
 
-def event_reasons(event: events.CompileEvent) -> tuple[Reason, ...]:
-    """A compile's guard failures, parsed (the failing leaf's kind where torch gave it)."""
-    reasons = (
-        parse_reason(raw, leaf) for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
-    )
-    return tuple(
-        replace(r, actual=event.values[r.source])
-        if r.actual is None and r.source is not None and r.source in event.values
-        else r
-        for r in reasons
-    )
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the end of a tracked block means for the test: fail with the gate's message, or
-    let the test's own exception stand with what the gate saw beside it, or nothing."""
-
-    fail: str | None = None
-    section: str | None = None
-
-
-class RecompileTracker:
+class RecompileTracker(Recorder):
     """Counts compiles and recompiles per function while the ``with`` block runs.
 
     ``budget`` (or the shorthand ``max_recompiles=n``) is enforced according to ``mode``:
@@ -125,32 +102,21 @@ class RecompileTracker:
             budget = Budget(Rule(count, f"max_recompiles={count}"), total_counts_named=True)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        super().__init__(warm_start=warm_start)
         self.budget = budget
         self.mode = mode
         self.reset = reset
-        self.warm_start = warm_start
         self.listen = listen  # False: the pytest gate hands it the events of the test's phases
         self.graph_breaks: list[GraphBreak] = []  # distinct break sites seen in the block
         self.fullgraph_break: GraphBreak | None = None  # the break that stopped a fullgraph block
         self.cudagraph_recordings: list[str] = []  # compile id of each CUDA-graph recording
-        self._records: dict[CodeType, FunctionRecord] = {}
-        # (code object, user function) pairs compiled inside this block: a torch module
-        # compiled with torch.compile shares torch's wrapper code with every other one.
-        self._compiled: set[tuple[CodeType, CodeType]] = set()
-        self._owner: dict[instruments.CompileKey, FunctionRecord] = {}  # compile -> function
-        self._again: set[instruments.CompileKey] = set()  # compiles isolation made necessary
-        self._keys: dict[int, instruments.CompileKey] = {}  # id(Recompile) -> its compile
         self._lock = threading.RLock()
         self._stack = ExitStack()
-        self._seconds: dict[instruments.CompileKey, float] = {}
+        self._seconds: dict[events.CompileKey, float] = {}
         self._breaks: list[GraphBreak] = []
         self._breaks_mark = 0
         self._rearm: Callable[[], None] = lambda: None
         self._paused: int | None = None  # CUDA-graph recordings when paused
-        self.judged = 0  # violations the pytest gate has already reported
-        self.stopped_at: Site | None = None  # the call the gate stopped, in a pytest test
-        self.refused: str | None = None  # a warm block's refusal that failed the test
-        self.elsewhere: frozenset[str] = frozenset()  # functions compiled in child processes
         self.active = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -225,29 +191,7 @@ class RecompileTracker:
         with self._lock:
             self.rearm()
             self._observe()
-            record = self._record_for(event)
-            key = instruments.compile_key(event.code, event.compile_id)
-            self._owner[key] = record
-            if again:
-                self._again.add(key)
-            recompile = None
-            if event.limit is not None:
-                record.limit = event.limit
-                record.limit_hits += 1
-            elif event.is_recompile and (
-                self.warm_start or (event.code, event.function) in self._compiled
-            ):
-                recompile = Recompile(
-                    compile_id=event.compile_id,
-                    reasons=event_reasons(event),
-                    resume=event.code.co_name.startswith(events.RESUME_PREFIX),
-                    against=against,
-                )
-                record.recompiles.append(recompile)
-                self._keys[id(recompile)] = key
-            else:
-                record.compiles += 1
-            self._compiled.add((event.code, event.function))
+            record, recompile = self.add(event, against=against, again=again)
             violations: list[Violation] = []
             if self.mode == "fail-fast" and (
                 recompile is not None or event.limit is not None or self._forbids
@@ -260,7 +204,7 @@ class RecompileTracker:
                     if v.function is None or v.function is record
                 ]
             if not violations:
-                record.compiles += recompile is not None
+                self.let_through(record, recompile)
                 return
             if recompile is not None:
                 recompile.stopped = True
@@ -287,7 +231,7 @@ class RecompileTracker:
         """Note cache entries and graph breaks now, before a torch._dynamo.reset() (which
         torch's Dynamo TestCase calls in tearDown) can clear them."""
         with self._lock:
-            self._count_entries()
+            self.note_entries(entries.cache_entries)
             if self._paused is not None:
                 return
             count = instruments.graph_break_count()
@@ -308,34 +252,10 @@ class RecompileTracker:
             installed_guard(
                 leaf.torch_kind, leaf.source, list(leaf.code_parts), entry, leaf.under_module
             )
-            for code, function in sorted(self._compiled, key=lambda pair: pair[0].co_name)
-            if self._records[function] is record
+            for code in self.compiled(record)
             for entry, leaf in guard_tree.installed(code)
-            if instruments.compile_key(code, entry) in self._owner  # made here, not a fixture's
+            if self.made_here(code, entry)  # not a wider fixture's
         ]
-
-    def _record_for(self, event: events.CompileEvent) -> FunctionRecord:
-        fn = event.function
-        record = self._records.get(fn)
-        if record is None:
-            qualname = event.label or events.qualname(fn)
-            record = FunctionRecord(
-                name=qualname.rsplit(".", 1)[-1],
-                qualname=qualname,
-                filename=fn.co_filename,
-                lineno=fn.co_firstlineno,
-            )
-            self._records[fn] = record
-        return record
-
-    def _count_entries(self) -> None:
-        """The most cache entries each function has had at once while recording."""
-        most: dict[int, int] = {}
-        for code, function in self._compiled:
-            record = self._records[function]
-            most[id(record)] = most.get(id(record), 0) + entries.cache_entries(code)
-        for record in self._records.values():
-            record.cache_entries = max(record.cache_entries, most.get(id(record), 0))
 
     def _refresh(self) -> None:
         """Fill in cache entries, graph breaks, guards if forbidden, and compile seconds."""
@@ -343,21 +263,8 @@ class RecompileTracker:
         for record in self._records.values():
             if self._forbids:
                 self._inventory(record)
-        if self.active or not self._seconds:
-            return
-        for record in self._records.values():
-            record.compile_seconds = 0.0
-            record.again_seconds = 0.0
-            for recompile in record.recompiles:
-                key = self._keys.get(id(recompile))
-                if not recompile.stopped and key is not None:
-                    recompile.seconds = self._seconds.get(key)
-        for key, seconds in self._seconds.items():
-            owner = self._owner.get(key)
-            if owner is not None:
-                owner.compile_seconds += seconds
-                if key in self._again:
-                    owner.again_seconds += seconds
+        if not self.active and self._seconds:
+            self.note_seconds(self._seconds)
 
     # -- results ------------------------------------------------------------------------------
 
@@ -365,12 +272,8 @@ class RecompileTracker:
     def records(self) -> list[FunctionRecord]:
         """Per-function records, in the order the functions were first compiled."""
         if self.active:
-            self._count_entries()
+            self.note_entries(entries.cache_entries)
         return list(self._records.values())
-
-    @property
-    def total_recompiles(self) -> int:
-        return sum(r.recompile_count for r in self._records.values())
 
     def installed_guards(self, *, framework: bool = False) -> dict[str, list[InstalledGuard]]:
         """The guards installed on each function's cache entries, by qualname.
@@ -385,31 +288,6 @@ class RecompileTracker:
                 g for g in record.guards or () if framework or not g.framework
             ]
         return result
-
-    def record(self, function: str) -> FunctionRecord:
-        """The record of a compiled function, by name or qualname."""
-        records = self.records
-        for record in records:
-            if function in (record.qualname, record.name):
-                return record
-        known = ", ".join(r.qualname for r in records) or "none"
-        raise KeyError(f"no compiled function {function!r} in this block (compiled: {known})")
-
-    def _selected(self, function: str | None) -> list[FunctionRecord]:
-        return [self.record(function)] if function is not None else self.records
-
-    def count(self, function: str | None = None) -> int:
-        """Recompiles so far, of one function or of all."""
-        return sum(r.recompile_count for r in self._selected(function))
-
-    def reasons(self, function: str | None = None) -> list[Reason]:
-        """The failing guard of each recompile (of the newest rejecting entry), in order."""
-        return [
-            rc.reasons[0] for r in self._selected(function) for rc in r.recompiles if rc.reasons
-        ]
-
-    def kinds(self, function: str | None = None) -> list[str]:
-        return [reason.kind for reason in self.reasons(function)]
 
     def scoped(self, max_recompiles: int, *, function: str | None = None) -> RecompileTracker:
         """A budget for a block inside this one: ``with tracker.scoped(0): model(x)``.
@@ -431,11 +309,13 @@ class RecompileTracker:
         """A block in which any compile at all fails; see :func:`warm`."""
         return warm()
 
-    def violations(self) -> list[Violation]:
+    def violations(self, elsewhere: frozenset[str] = frozenset()) -> list[Violation]:
+        """The rules the block broke (``elsewhere``: functions that other processes compiled,
+        which a ``function=`` budget may name)."""
         if self.active:
             self._refresh()
         found = judge(self.records, self.budget, self.graph_breaks, self.cudagraph_recordings)
-        found += unknown_functions(self.records, self.budget, self.elsewhere)
+        found += unknown_functions(self.records, self.budget, elsewhere)
         fullgraph = self.budget.fullgraph if self.budget is not None else None
         if fullgraph and self.fullgraph_break is not None:
             found.append(Violation("fullgraph", 1, 0, fullgraph, breaks=(self.fullgraph_break,)))
@@ -444,30 +324,6 @@ class RecompileTracker:
             breaks = tuple(self.graph_breaks)
             found.append(Violation("fullgraph", len(breaks), 0, fullgraph, breaks=breaks))
         return found
-
-    def outcome(self, exc: BaseException | None, root: str | None = None) -> Outcome:
-        """Judge the block as it ended (``exc``: the exception it raised, if any).
-
-        The gate's own stop fails with its message, where the call stopped (the innermost
-        frame under ``root``); a graph break under fullgraph fails with the gate's message in
-        place of torch's error; any other exception is the test's own failure and stands,
-        with the gate's findings beside it; otherwise broken rules fail, unless report-only.
-        """
-        if isinstance(exc, RecompileGateError) and not exc.from_child:
-            self.judged = len(self.violations())
-            self.stopped_at = exc.site or call_frame(exc.__traceback__, root)
-            if isinstance(exc, CompiledWhileWarm):
-                self.refused = str(exc).splitlines()[0]
-            return Outcome(fail=stopped_message(exc, root))
-        broke = self.note_exception(exc) if exc is not None else None
-        found = self.violations()
-        self.judged = len(found)
-        message = failure_message(self.records, found) if found else None
-        if exc is not None and broke is None:
-            return Outcome(section=message)
-        if broke is not None or (found and self.mode != "report-only"):
-            return Outcome(fail=message)
-        return Outcome()
 
     def check(self) -> None:
         """Raise RecompileBudgetExceeded if the block broke its budget."""

@@ -52,6 +52,17 @@ class CompileEvent:
     values: Mapping[str, str] = field(default_factory=dict)
 
 
+CompileKey = tuple[str, int, str, str]
+
+
+def compile_key(code: CodeType, compile_id: Any) -> CompileKey:
+    """What names one compile: its code object (as torch's metrics name it) and its id.
+
+    The id alone repeats: torch restarts ids after a reset, and newer torch numbers frames
+    per ``isolate_recompiles`` region."""
+    return (code.co_filename, code.co_firstlineno, code.co_name, str(compile_id))
+
+
 def compile_frame(start: FrameType | None) -> FrameType:
     frame = start
     for _ in range(8):

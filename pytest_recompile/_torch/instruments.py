@@ -9,10 +9,9 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from types import CodeType
 from typing import TYPE_CHECKING, Any
 
-from . import versions
+from . import events, versions
 
 if TYPE_CHECKING:
     from ..guards import GraphBreak
@@ -175,27 +174,16 @@ def restore_compile_state(saved: CompileState) -> list[str]:
     return changed
 
 
-CompileKey = tuple[str, int, str, str]
-
-
-def compile_key(code: CodeType, compile_id: Any) -> CompileKey:
-    """What names one compile: its code object (as torch's metrics name it) and its id.
-
-    The id alone repeats: torch restarts ids after a reset, and newer torch numbers frames
-    per ``isolate_recompiles`` region."""
-    return (code.co_filename, code.co_firstlineno, code.co_name, str(compile_id))
-
-
 @contextmanager
-def compile_seconds() -> Iterator[dict[CompileKey, float]]:
+def compile_seconds() -> Iterator[dict[events.CompileKey, float]]:
     """Collect ``entire_frame_compile_time_s`` of the compiles made inside the block.
 
-    The dict (:func:`compile_key` -> seconds) is filled when the block exits. torch keeps 64
+    The dict (:func:`.events.compile_key` -> seconds) is filled when the block exits. torch keeps 64
     metrics by default; the capacity is raised for the block and restored after it.
     """
     import torch._dynamo.utils as dynamo_utils
 
-    result: dict[CompileKey, float] = {}
+    result: dict[events.CompileKey, float] = {}
     if not versions.has_compile_metrics():
         yield result
         return

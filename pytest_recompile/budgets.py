@@ -1,0 +1,65 @@
+"""Each test's budget: its markers (its own, its class's, module's and package's) with the
+run's settings and baseline, computed once per test at collection and stashed on it.
+
+Imported only when some collected test carries one of the plugin's markers or the gate is on.
+A malformed marker is found when its module is collected (:func:`marker_errors`); the budget
+computed then is kept, and computed again only if a plugin changed the test's markers later
+in collection (:func:`assign_budgets`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+
+from .markers import Budget, BudgetError, Rule, budget_from_marks
+from .names import MARKERS, PREFIX
+from .settings import BUDGET_KEY, Settings
+
+# The markers a stashed budget was computed from (their identities), to see a later change.
+_FROM: pytest.StashKey[tuple[int, ...]] = pytest.StashKey()
+
+
+def _marks(item: pytest.Item) -> dict[str, list[pytest.Mark]]:
+    return {name: list(item.iter_markers(name)) for name in MARKERS}
+
+
+def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
+    """The test's rules, computed once (stashed); raises BudgetError."""
+    marks = _marks(item)
+    seen = tuple(id(mark) for found in marks.values() for mark in found)
+    if item.stash.get(_FROM, None) == seen:
+        return item.stash[BUDGET_KEY]
+    recorded = settings.baseline_counts.get(item.nodeid)
+    budget = budget_from_marks(
+        marks,
+        settings.default,
+        item.nodeid,
+        fullgraph_default=settings.fullgraph,
+        baseline=Rule(recorded, "baseline") if recorded is not None else None,
+    )
+    item.stash[BUDGET_KEY] = budget
+    item.stash[_FROM] = seen
+    return budget
+
+
+def marker_errors(items: Iterable[pytest.Item], settings: Settings) -> list[str]:
+    """What is wrong with these tests' markers (their budgets are stashed on the way)."""
+    errors = []
+    for item in items:
+        try:
+            budget_of(item, settings)
+        except BudgetError as exc:
+            errors.append(f"{PREFIX} {exc}")
+    return errors
+
+
+def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
+    """Stash each test's budget; True if any test is gated. Bad markers were collection
+    errors already (:class:`pytest_recompile.plugin.MarkerCheck`); one a plugin added since
+    is a usage error."""
+    errors = marker_errors(items, settings)
+    if errors:
+        raise pytest.UsageError("\n".join(errors))
+    return any(item.stash.get(BUDGET_KEY, None) is not None for item in items)
