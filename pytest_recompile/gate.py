@@ -117,8 +117,8 @@ class Gate:
             return
         try:
             versions.check_torch()
-        except versions.TorchUnsupported as exc:
-            raise pytest.UsageError(str(exc)) from None
+        except versions.TorchUnsupported as exc:  # the session stops: no test is judged
+            pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
         self.keeps_entries = versions.can_keep_entries()
         self.degraded = self._contained(versions.degraded_lines) or []
         self._unhook = hooks.install_compile_hook(self.on_compile)

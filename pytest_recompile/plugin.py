@@ -135,12 +135,16 @@ def add_path_option(group: pytest.OptionGroup, parser: pytest.Parser, name: str,
 def pytest_configure(config: pytest.Config) -> None:
     for line in MARKER_LINES:
         config.addinivalue_line("markers", line)
-    settings = Settings.from_config(config)
-    config.stash[SETTINGS_KEY] = settings
+    settings = config.stash[SETTINGS_KEY] = Settings.from_config(config)
     config.pluginmanager.register(MarkerCheck(settings), "recompile-marker-check")
     if settings.default is not None:
         register_gate(config, settings)
-        return
+    else:
+        register_scan(config, settings)
+
+
+def register_scan(config: pytest.Config, settings: Settings) -> None:
+    """No default budget: the gate waits for collection to find a marked test."""
     config.pluginmanager.register(MarkerScan(settings), "recompile-scan")
     worker = hasattr(config, "workerinput")
     xdist_controller = not worker and getattr(config.option, "dist", "no") != "no"
@@ -243,19 +247,18 @@ class MarkerCheck:
         self, collector: pytest.Collector
     ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
         report = yield
-        if not report.passed:
-            return report
-        items = list(marked(report.result))
-        if not items:
-            return report
-        from .budgets import marker_errors
-
-        errors = marker_errors(items, self.settings)
+        items = list(marked(report.result)) if report.passed else []
+        errors = self.errors(items) if items else []
         if errors:
             report.outcome = "failed"
             report.longrepr = "\n".join(errors)
             report.result = []
         return report
+
+    def errors(self, items: list[pytest.Item]) -> list[str]:
+        from .budgets import marker_errors
+
+        return marker_errors(items, self.settings)
 
 
 class MarkerScan:
@@ -268,14 +271,14 @@ class MarkerScan:
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        settings = self.settings
-        found = next(marked(items), None) is not None
-        if found or settings.baseline_counts:
-            from .budgets import assign_budgets
-
-            gated = assign_budgets(items, settings)
-        else:
-            gated = False
         uses = any("recompiles" in getattr(item, "fixturenames", ()) for item in items)
-        if gated or uses:
-            register_gate(config, settings)
+        if self.gated(items) or uses:
+            register_gate(config, self.settings)
+
+    def gated(self, items: list[pytest.Item]) -> bool:
+        """Whether some test is gated (its budget stashed on it, once)."""
+        if next(marked(items), None) is None and not self.settings.baseline_counts:
+            return False
+        from .budgets import assign_budgets
+
+        return assign_budgets(items, self.settings)

@@ -1,0 +1,169 @@
+"""The feature probes (pytest_recompile._torch.versions), each faced with a torch that lacks
+what it looks for: the real torch with that one API taken away for the run. A missing API the
+gate needs is a usage error at start; a missing optional one degrades its feature, told once
+in the summary; a torch newer than tested is accepted, with one header line."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from glob import escape as esc
+
+import pytest
+import torch._C._dynamo.eval_frame as eval_frame
+import torch._dynamo
+import torch._dynamo.cache_size as cache_size
+import torch._dynamo.callback as callback
+import torch._dynamo.utils as dynamo_utils
+from snippets import STEP
+
+from pytest_recompile._torch import versions
+from pytest_recompile.report import PREFIX, RESET_FALLBACK
+
+BREAKS = """
+@torch.compile(backend="eager")
+def broken(x):
+    x = x + 1
+    torch._dynamo.graph_break()
+    return x * 2
+
+@pytest.mark.fullgraph
+def test_break():
+    broken(torch.ones(2))
+"""
+
+RECOMPILES = (
+    STEP
+    + """
+@pytest.mark.max_recompiles(0)
+def test_step():
+    global step
+    f(torch.ones(2))
+    step = 1
+    f(torch.ones(2))
+"""
+)
+
+
+@pytest.fixture(autouse=True)
+def _probes_decided_afresh() -> Iterator[None]:
+    """Each test's faked torch is probed anew, and the real one again after it."""
+    for probe in versions.PROBES:
+        probe.cache_clear()
+    yield
+    for probe in versions.PROBES:
+        probe.cache_clear()
+
+
+def degraded(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if line.startswith("degraded: ")]
+
+
+def test_this_torch_lacks_nothing(run) -> None:
+    result = run("def test_x():\n    pass\n", "--recompile-budget")
+    result.assert_outcomes(passed=1)
+    assert versions.degraded_lines() == []
+    assert degraded(result) == []
+    assert "newer than the newest release tested" not in result.stdout.str()
+
+
+def test_missing_api_the_gate_needs_is_a_usage_error(run, monkeypatch) -> None:
+    monkeypatch.delattr(cache_size, "is_recompilation")
+    result = run("def test_x():\n    pass\n", "--recompile-budget")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.parseoutcomes() == {}  # stopped before the first test ran
+    result.stdout.fnmatch_lines(
+        [f"*{PREFIX} torch * lacks what the gate reads: cache_size.is_recompilation.*"]
+    )
+
+
+def test_without_the_hook_list_the_limit_check_is_wrapped(run, monkeypatch) -> None:
+    monkeypatch.delattr(dynamo_utils, versions.HOOK_LIST)
+    assert not versions.has_hook_list()
+    result = run(RECOMPILES, "--recompile-budget")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [esc(f"{PREFIX} 1 recompile of f (EQUALS_MATCH: G['step'] == 0)") + "*"]
+    )
+    assert degraded(result) == []  # a way around, not a loss
+
+
+def test_without_single_entry_keeping_isolation_resets(run, monkeypatch) -> None:
+    monkeypatch.delattr(eval_frame, "_load_precompile_entry")
+    assert not versions.can_keep_entries()
+    result = run(RECOMPILES, "--recompile-budget")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"isolation: {RESET_FALLBACK}"])
+
+
+def test_without_fullgraph_blocks_breaks_are_judged_at_the_end(run, monkeypatch) -> None:
+    monkeypatch.delattr(torch._dynamo, "error_on_graph_break")
+    result = run(BREAKS, "--recompile-budget")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*fullgraph*graph break*"])
+    assert degraded(result) == [
+        "degraded: fullgraph: this torch cannot stop a compile at a graph break (torch._dynamo."
+        "error_on_graph_break); fullgraph rules are judged when each test ends"
+    ]
+
+
+def test_without_graph_break_records_breaks_go_unreported(run, monkeypatch) -> None:
+    monkeypatch.delattr(dynamo_utils, "graph_break_reasons")
+    source = BREAKS.replace("fullgraph", "max_graph_breaks(0)")
+    result = run(source, "--recompile-budget")
+    result.assert_outcomes(passed=1)  # no break is seen, so none is judged
+    [line] = degraded(result)
+    assert line.startswith("degraded: graph breaks: this torch keeps no list of them")
+
+
+def test_without_compile_callbacks_recordings_go_uncounted(run, monkeypatch) -> None:
+    monkeypatch.setattr(callback, "callback_handler", object())
+    result = run(RECOMPILES, "--recompile-budget")
+    result.assert_outcomes(failed=1)
+    [line] = degraded(result)
+    assert line.startswith("degraded: CUDA graphs: this torch has no compile callbacks")
+
+
+def test_without_compile_metrics_seconds_read_zero(run, monkeypatch) -> None:
+    monkeypatch.delattr(dynamo_utils, "set_compilation_metrics_limit")
+    result = run(RECOMPILES, "--recompile-budget", "--recompile-report=r.json")
+    result.assert_outcomes(failed=1)
+    [line] = degraded(result)
+    assert line.startswith("degraded: compile seconds: this torch has no compile metrics")
+
+
+def test_each_degraded_line_is_told_once_under_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        "import torch._dynamo\n"
+        "del torch._dynamo.error_on_graph_break  # a torch without fullgraph blocks\n"
+    )
+    pytester.makepyfile(test_it=("import pytest, torch\n" + STEP + BREAKS) * 1)
+    pytester.makepyfile(
+        test_more="import pytest\n@pytest.mark.max_recompiles(0)\ndef test_y():\n    pass\n"
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "--recompile-budget", "-p", "no:randomly")
+    result.assert_outcomes(failed=1, passed=1)
+    assert len(degraded(result)) == 1
+
+
+@pytest.mark.parametrize(
+    ("version", "told"),
+    [("2.14.1", False), ("2.14.0+cu130", False), ("2.15.0", True), ("3.0.0.dev20261201", True)],
+)
+def test_a_torch_newer_than_tested_is_named_in_the_header(run, monkeypatch, version, told) -> None:
+    monkeypatch.setattr(versions, "torch_version", lambda: version)
+    result = run("def test_x():\n    pass\n", "--recompile-budget")
+    result.assert_outcomes(passed=1)
+    line = (
+        f"recompile gate: torch {version} is newer than the newest release tested "
+        f"({versions.NEWEST_TESTED_TEXT}); features this torch lacks are named in the summary"
+    )
+    assert (line in result.outlines) is told
+
+
+def test_the_newest_tested_release_is_what_ci_runs() -> None:
+    """NEWEST_TESTED follows .ci/run's newest-torch lane, so the header line stays honest."""
+    ci = (sys.modules["snippets"].__file__ or "").rsplit("tests", 1)[0] + ".ci/run"
+    with open(ci) as script:
+        newest = next(line for line in script if line.startswith("NEWEST_TORCH="))
+    assert versions.version_tuple(newest.split("=", 1)[1].strip()) == versions.NEWEST_TESTED
