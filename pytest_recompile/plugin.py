@@ -45,15 +45,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "default recompile budget of every test, like --recompile-budget=N (empty: off)",
         default="",
     )
-    group.addoption(
-        "--recompile-mode",
-        choices=MODES,
-        default=None,
-        dest="recompile_mode",
-        help="fail-fast (default): fail at the call that goes over budget, before compiling; "
+    add_choice_option(
+        group,
+        parser,
+        "mode",
+        MODES,
+        "fail-fast (default): fail at the call that goes over budget, before compiling; "
         "at-end: run each test to the end, then judge it; report-only: never fail, only report.",
     )
-    parser.addini("recompile_mode", "like --recompile-mode", default="fail-fast")
     group.addoption(
         "--recompile-keep-caches",
         action="store_true",
@@ -75,16 +74,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "break, without editing its torch.compile calls.",
     )
     parser.addini("recompile_fullgraph", "like --recompile-fullgraph", type="bool", default=False)
-    group.addoption(
-        "--recompile-processes",
-        choices=PROCESS_MODES,
-        default=None,
-        dest="recompile_processes",
-        help="on (default): compiles in the Python child processes a gated test starts "
+    add_choice_option(
+        group,
+        parser,
+        "processes",
+        PROCESS_MODES,
+        "on (default): compiles in the Python child processes a gated test starts "
         "(spawn, fork, subprocess, torchrun ranks) are recorded and judged per process; "
         "off: only the test's own process is gated.",
     )
-    parser.addini("recompile_processes", "like --recompile-processes", default="on")
     add_path_option(
         group,
         parser,
@@ -98,16 +96,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "write the run's recompile summary as Markdown to PATH (for CI systems and PR bots; "
         "GitHub Actions gets it as the job summary).",
     )
-    group.addoption(
-        "--recompile-github",
-        choices=GITHUB_MODES,
-        default=None,
-        dest="recompile_github",
-        help="GitHub Actions output: an error annotation at each offending function and "
+    add_choice_option(
+        group,
+        parser,
+        "github",
+        GITHUB_MODES,
+        "GitHub Actions output: an error annotation at each offending function and "
         "fail-fast call, and a Markdown job summary in $GITHUB_STEP_SUMMARY. auto (default): "
         "on when GITHUB_ACTIONS=true.",
     )
-    parser.addini("recompile_github", "like --recompile-github", default="auto")
     add_path_option(
         group,
         parser,
@@ -130,6 +127,20 @@ def add_path_option(group: pytest.OptionGroup, parser: pytest.Parser, name: str,
     flag = f"--recompile-{name.replace('_', '-')}"
     group.addoption(flag, default=None, dest=f"recompile_{name}", metavar="PATH", help=help)
     parser.addini(f"recompile_{name}", f"like {flag} (relative to rootdir)", default="")
+
+
+def add_choice_option(
+    group: pytest.OptionGroup,
+    parser: pytest.Parser,
+    name: str,
+    choices: tuple[str, ...],
+    help: str,
+) -> None:
+    """``--recompile-NAME=CHOICE`` and its ini twin ``recompile_NAME`` (default: the first
+    choice), as :func:`pytest_recompile.settings._choice` reads them."""
+    flag = f"--recompile-{name}"
+    group.addoption(flag, choices=choices, default=None, dest=f"recompile_{name}", help=help)
+    parser.addini(f"recompile_{name}", f"like {flag}", default=choices[0])
 
 
 def pytest_configure(config: pytest.Config) -> None:
