@@ -1,0 +1,364 @@
+"""The documentation, checked, so that it cannot go stale.
+
+Every fenced block of README.md, CONTRIBUTING.md, benchmarks/README.md and docs/*.md names,
+in the HTML comment before it, the test that checks it (``tests/docblocks.py``): here or in
+``tests/test_example.py``. Python blocks are run under pytest, pasted outputs compared with
+the run's, and commands that install things or take minutes compared with what CI runs.
+The pytest runs here are in-process (the ``run`` fixture makes that safe for torch) and use
+the eager backend: the whole module takes seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from docblocks import (
+    MARKER,
+    ROOT,
+    Block,
+    all_blocks,
+    assert_pasted,
+    blocks,
+    checked_blocks,
+    documents,
+    readme_example_args,
+    reads_its_blocks,
+    stray_markers,
+)
+from snippets import keeps_entries
+
+Run = Callable[..., pytest.RunResult]
+
+
+@pytest.fixture
+def inner(run: object, pytester: pytest.Pytester) -> Run:
+    """pytest in-process on pytester's directory, each run from a fresh compile state, as a
+    fresh process would be (requesting ``run`` makes in-process runs safe for torch)."""
+
+    def run_(*args: str) -> pytest.RunResult:
+        if "torch._dynamo" in sys.modules:
+            sys.modules["torch._dynamo"].reset()
+        return pytester.runpytest(*args, "-p", "no:randomly", "-p", "no:logging")
+
+    return run_
+
+
+def write(pytester: pytest.Pytester, name: str, block: Block) -> Path:
+    path = pytester.path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(block.text)
+    return path
+
+
+def of(found: list[Block], lang: str) -> list[Block]:
+    return [block for block in found if block.lang == lang]
+
+
+def pytest_args(command: str) -> list[str]:
+    """The arguments of a documented ``pytest ...`` command."""
+    words = shlex.split(command)
+    assert words[0] == "pytest", command
+    return words[1:]
+
+
+# -- the rule: every block is checked ---------------------------------------------------------
+
+
+def test_every_block_is_checked(request: pytest.FixtureRequest) -> None:
+    problems = [f"{where}: a marker with no fence after it" for d in documents() for where in
+                stray_markers(d)]  # fmt: skip
+    for block in all_blocks():
+        if not block.lang:
+            problems.append(f"{block}: a fence without a language (shell, text, python, ...)")
+        if block.checked_by is None:
+            problems.append(f"{block}: no '<!-- checked: tests/...::test_... -->' before it")
+        elif not reads_its_blocks(block.checked_by):
+            problems.append(f"{block}: {block.checked_by} is no test that reads its blocks")
+    assert not problems, "\n".join(problems)
+    # CONTRIBUTING.md's example of a marker is one.
+    for block in checked_blocks(request):
+        marker = MARKER.fullmatch(block.text.strip())
+        assert marker is not None, block
+        assert reads_its_blocks(marker.group(1)), block
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def anchors(path: Path) -> set[str]:
+    """GitHub's anchors for the headings of a Markdown file."""
+    found = set()
+    for line in path.read_text().splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
+def test_relative_links_resolve() -> None:
+    broken = []
+    for doc in documents():
+        text = doc.read_text()
+        for block in blocks(doc):  # links inside code are code
+            text = text.replace(block.text, "")
+        for target in LINK.findall(text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            resolved = (doc.parent / path).resolve() if path else doc
+            name = f"{doc.relative_to(ROOT)}: {target}"
+            if not resolved.exists():
+                broken.append(f"{name} (no such file)")
+            elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+                broken.append(f"{name} (no such heading)")
+    assert not broken, "\n".join(broken)
+
+
+# -- the options page is the plugin's surface ---------------------------------------------
+
+
+OPTION = re.compile(r"--recompile-[a-z]+(?:-[a-z]+)*")
+INI = re.compile(r"^  (recompile_\w+) \(", re.MULTILINE)
+MARK = re.compile(r"@pytest\.mark\.(\w+)")
+
+
+def table_cells(text: str, first: str) -> list[list[str]]:
+    """The cells of the Markdown table rows whose first cell starts with ``first``."""
+    return [
+        [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+        for line in text.splitlines()
+        if line.startswith(f"| {first}")
+    ]
+
+
+def test_options_page_documents_what_the_plugin_registers(pytester: pytest.Pytester) -> None:
+    help_text = pytester.runpytest("--help").stdout.str()
+    options = set(OPTION.findall(help_text))
+    inis = set(INI.findall(help_text))
+    markers = set(MARK.findall(pytester.runpytest("--markers").stdout.str()))
+    others = set(MARK.findall(pytester.runpytest("--markers", "-p", "no:recompile").stdout.str()))
+    ours = markers - others
+    assert options
+    assert inis
+    assert ours
+
+    page = (ROOT / "docs" / "options.md").read_text()
+    rows = table_cells(page, "`--recompile")
+    assert {o for row in rows for o in OPTION.findall(row[0])} == options
+    assert {i for row in rows for i in re.findall(r"recompile_\w+", row[1])} == inis
+    assert {m for row in table_cells(page, "`@pytest.mark.") for m in MARK.findall(row[0])} == ours
+    # Nowhere do the documents name an option or a marker that does not exist.
+    for doc in documents():
+        text = doc.read_text()
+        assert set(OPTION.findall(text)) <= options, doc
+        assert set(MARK.findall(text)) <= markers, doc
+
+
+def test_guard_kinds_page_names_every_kind() -> None:
+    from pytest_recompile.guards import ALIASES, KINDS
+
+    page = (ROOT / "docs" / "guard-kinds.md").read_text()
+    named = {k for row in table_cells(page, "`") for k in re.findall(r"`([A-Z_]+)", row[0])}
+    assert named == set(KINDS)
+    aliases = re.search(r"torch's aliases \(([^)]*)\)", page)
+    assert aliases is not None
+    assert set(re.findall(r"`(\w+)`", aliases.group(1))) <= set(ALIASES)
+
+
+def test_the_module_map_is_the_package() -> None:
+    page = (ROOT / "docs" / "how-it-works.md").read_text()
+    mapped = {row[0].strip("`") for row in table_cells(page, "`")}
+    package = ROOT / "pytest_recompile"
+    modules = {
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if path.name != "__init__.py" and "__pycache__" not in path.parts
+    }
+    assert mapped == modules, (sorted(mapped - modules), sorted(modules - mapped))
+
+
+# -- commands that install things or take minutes: what CI runs ----------------------------
+
+
+def commands_in(found: list[Block]) -> list[str]:
+    return [command for block in found for command in block.commands]
+
+
+def commands_of(path: str) -> list[str]:
+    """The commands a CI script or workflow runs, one per line, without pip's ``-q``."""
+    found = []
+    for line in (ROOT / path).read_text().splitlines():
+        line = line.strip().removeprefix("run:").strip()
+        if line and not line.startswith(("#", "-", "name:", "uses:", "with:", "if:")):
+            found.append(re.sub(r" -q\b", "", line))
+    return found
+
+
+def pip_words(command: str) -> set[str] | None:
+    """What a ``pip install`` installs, as a set of words (``-e .[a,b]`` as ``.[a]``, ``.[b]``);
+    None for another command."""
+    words = shlex.split(command.removeprefix(".venv/bin/"))
+    if words[:2] != ["pip", "install"]:
+        return None
+    found = set()
+    for word in words[2:]:
+        extras = re.fullmatch(r"\.\[(.*)\]", word)
+        found |= {f".[{e}]" for e in extras.group(1).split(",")} if extras else {word}
+    return found
+
+
+def runs_in_ci(command: str, ci: list[str]) -> bool:
+    """The command is one CI runs, or installs a part of what a CI command installs."""
+    if command in ci:
+        return True
+    wanted = pip_words(command)
+    return wanted is not None and any(wanted <= (pip_words(c) or set()) for c in ci)
+
+
+TORCH = re.compile(r"torch==[\d.]+")
+
+
+def test_the_readme_commands_are_what_ci_runs(request: pytest.FixtureRequest) -> None:
+    ci = commands_of(".ci/run")
+    workflow = commands_of("examples/github-actions.yml")
+    commands = [part for c in commands_in(checked_blocks(request)) for part in c.split(" && ")]
+    assert ".venv/bin/python -m pytest -n 2" in commands  # the README's test command ...
+    assert ".venv/bin/python -m pytest -n 2" in ci  # ... is CI's
+    pins = {p for c in commands if c.startswith(".venv/bin/pip") for p in TORCH.findall(c)}
+    assert pins == {p for c in ci if c.startswith(".venv/bin/pip") for p in TORCH.findall(c)}
+    for command in commands:
+        if command.startswith(".venv/bin/pytest examples"):
+            # Run by tests/test_example.py, as written.
+            assert command.split()[1:] == readme_example_args()
+        elif command.startswith(".venv/bin/") and "--index-url" in command:
+            # The CPU index: as the example workflow installs torch.
+            assert runs_in_ci(command.removeprefix(".venv/bin/"), workflow), command
+        elif command.startswith("pip install"):
+            assert runs_in_ci(command, workflow), command
+        else:
+            assert runs_in_ci(command, ci), command
+
+
+def test_the_contributor_commands_are_what_ci_runs(request: pytest.FixtureRequest) -> None:
+    ci = commands_of(".ci/run")
+    commands = [part for c in commands_in(checked_blocks(request)) for part in c.split(" && ")]
+    for command in commands:
+        if "pre-commit" not in command:
+            assert runs_in_ci(command, ci), command
+    assert ".venv/bin/pre-commit install" in commands
+    # The pre-commit hooks are CI's lint commands, on the files a commit changes.
+    config = (ROOT / ".pre-commit-config.yaml").read_text()
+    entries = re.findall(r"^\s+entry: (.+)$", config, re.MULTILINE)
+    lint = [c for c in ci if c.startswith((".venv/bin/ruff", ".venv/bin/mypy"))]
+    assert [e + (" ." if "ruff" in e else "") for e in entries] == lint
+
+
+def test_the_benchmark_commands_exist(request: pytest.FixtureRequest) -> None:
+    for block in checked_blocks(request):
+        for command in block.commands:
+            python, script, *args = shlex.split(command)
+            assert python == "python", command
+            source = (ROOT / script).read_text()
+            for arg in args:  # an option, add_argument("--only", ...), or one of its choices
+                assert f'"{arg}"' in source, (command, arg)
+
+
+# -- blocks run under pytest -------------------------------------------------------------
+
+
+def test_the_three_ways_to_gate(
+    request: pytest.FixtureRequest, inner: Run, pytester: pytest.Pytester
+) -> None:
+    found = checked_blocks(request)
+    (commands,) = of(found, "shell")
+    (ini,) = of(found, "toml")
+    marker, fixture = of(found, "python")
+    write(pytester, "tests/test_marker.py", marker)
+    write(pytester, "tests/test_fixture.py", fixture)
+
+    # No flag: the fixture's assertions hold, and so does the marker's budget, on the one
+    # recompile its comment names.
+    ungated = inner("--recompile-report=report.json")
+    ungated.assert_outcomes(passed=2)
+    (marked,) = json.loads((pytester.path / "report.json").read_text())["tests"]
+    (recompile,) = marked["functions"][0]["recompiles"]
+    reason = recompile["reasons"][0]
+    assert (reason["kind"], reason["text"]) == ("EQUALS_MATCH", "n == 2")
+    # The ini option, then the flag, gate every test: the fixture's test goes over 0, the
+    # marker wins for its own.
+    over = "*1 recompile of decode (TENSOR_MATCH(size)*), budget 0 ("
+    write(pytester, "pyproject.toml", ini)
+    by_ini = inner()
+    by_ini.assert_outcomes(passed=1, failed=1)
+    by_ini.stdout.fnmatch_lines([f"{over}recompile_budget*"])
+    (pytester.path / "pyproject.toml").unlink()
+
+    budget_0, budget_2 = (inner(*pytest_args(c)) for c in commands.commands)
+    budget_0.assert_outcomes(passed=1, failed=1)
+    budget_0.stdout.fnmatch_lines([f"{over}--recompile-budget=0)"])
+    budget_2.assert_outcomes(passed=2)
+
+
+def test_graph_breaks(
+    request: pytest.FixtureRequest, inner: Run, pytester: pytest.Pytester
+) -> None:
+    (source,) = of(checked_blocks(request), "python")
+    (pasted,) = of(checked_blocks(request), "text")
+    write(pytester, "test_it.py", source)
+    result = inner()
+    result.assert_outcomes(failed=2)
+    assert_pasted(pasted, result.stdout.str(), torch_wording=True)
+
+
+@keeps_entries  # before torch 2.9, isolation is a reset: no warm-up is kept
+def test_isolation_worked_example(
+    request: pytest.FixtureRequest, inner: Run, pytester: pytest.Pytester
+) -> None:
+    (source,) = of(checked_blocks(request), "python")
+    (pasted,) = of(checked_blocks(request), "text")
+    write(pytester, "test_model.py", source)
+    result = inner("--recompile-budget")
+    result.assert_outcomes(failed=2, passed=3)
+    assert_pasted(pasted, result.stdout.str())
+
+
+def test_baseline(request: pytest.FixtureRequest, inner: Run, pytester: pytest.Pytester) -> None:
+    found = checked_blocks(request)
+    (source,) = of(found, "python")
+    (commands,) = of(found, "shell")
+    limit, update_end = of(found, "text")
+    write(pytester, "test_suite.py", source)
+    update_command, gate_command = commands.commands
+
+    update = inner(*pytest_args(update_command))
+    assert update.ret == pytest.ExitCode.TESTS_FAILED  # though every test passed
+    update.assert_outcomes(passed=4)
+    assert_pasted(update_end, update.stdout.str())
+    gate = inner(*pytest_args(gate_command))
+    gate.assert_outcomes(passed=1, failed=3)  # exactly the three the update named
+    named = re.findall(r"^  (test_suite\.py::\w+): ", update.stdout.str(), re.MULTILINE)
+    assert sorted(named) == sorted(re.findall(r"^FAILED (\S+)", gate.stdout.str(), re.M))
+    assert_pasted(limit, gate.stdout.str())
+
+
+def test_python_api(
+    request: pytest.FixtureRequest,
+    inner: Run,
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fixture, script = of(checked_blocks(request), "python")
+    (printed,) = of(checked_blocks(request), "text")
+    write(pytester, "test_decoder.py", fixture)
+    inner().assert_outcomes(passed=1)
+
+    path = write(pytester, "example.py", script)
+    runpy.run_path(str(path), run_name="__main__")
+    assert_pasted(printed, capsys.readouterr().out, torch_wording=True)
