@@ -13,7 +13,8 @@ import os
 import stat
 import tempfile
 from collections.abc import Mapping
-from typing import Any
+
+from .results import BaselineDocument, BaselineTest, TestSummary
 
 BASELINE_SCHEMA = "pytest-recompile/baseline"
 BASELINE_VERSION = 1
@@ -66,13 +67,13 @@ def read_baseline(path: str, where: str) -> dict[str, int]:
     return counts
 
 
-def baseline_document(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def baseline_document(results: Mapping[str, TestSummary]) -> BaselineDocument:
     """The baseline of a run: every gated test that recompiled, with its counts (a budget
     applies to each process: the count of the process that recompiled most, and each
     function's most in one process)."""
     from .report import per_process
 
-    tests = {}
+    tests: dict[str, BaselineTest] = {}
     for nodeid in sorted(results):
         data = results[nodeid]
         if per_process(data):
@@ -87,7 +88,7 @@ def baseline_document(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any
     return {"schema": BASELINE_SCHEMA, "version": BASELINE_VERSION, "tests": tests}
 
 
-def write_json_atomic(path: str, data: Any) -> None:
+def write_json_atomic(path: str, data: object) -> None:
     """Write ``data`` as JSON to ``path`` (see :func:`write_text_atomic`)."""
     write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 

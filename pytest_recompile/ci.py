@@ -10,11 +10,12 @@ from __future__ import annotations
 import linecache
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .guards import hint_for, label_for
 from .processes import who
-from .report import INCOMPLETE, TestSummary, guard_text, per_process, plural, relative
+from .report import INCOMPLETE, guard_text, per_process, plural, relative
+from .results import FunctionResult, ReasonResult, TestSummary
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
 # per step (docs.github.com: "Adding a job summary").
@@ -49,51 +50,57 @@ def _code(text: str) -> str:
     return f"{'`' * (run + 1)} {text} {'`' * (run + 1)}" if run else f"`{text}`"
 
 
-def _first_guard(fn: Mapping[str, Any]) -> str:
-    for recompile in fn["recompiles"]:
-        for reason in recompile["reasons"][:1]:
-            return _guard(reason)
-    return ""
+def _first_reasons(fn: FunctionResult) -> list[ReasonResult]:
+    """The first (newest entry's) reason of each recompile that has one."""
+    return [r["reasons"][0] for r in fn["recompiles"] if r["reasons"]]
 
 
-def _guard(reason: Mapping[str, Any]) -> str:
+def _first_guard(fn: FunctionResult) -> str:
+    return next((_guard(reason) for reason in _first_reasons(fn)), "")
+
+
+def _guard(reason: ReasonResult) -> str:
     """``KIND: guard (this call: value)``."""
     return guard_text(reason["kind"], reason["detail"], reason["text"], reason["actual"])
 
 
-def _label(reason: Mapping[str, Any]) -> str:
+def _label(reason: ReasonResult) -> str:
     return label_for(reason["kind"], reason["detail"])
 
 
-def _kinds(fn: Mapping[str, Any]) -> str:
-    labels = [_label(r["reasons"][0]) for r in fn["recompiles"] if r["reasons"]]
-    return ", ".join(dict.fromkeys(labels))
+def _kinds(fn: FunctionResult) -> str:
+    return ", ".join(dict.fromkeys(_label(reason) for reason in _first_reasons(fn)))
 
 
-def _functions(data: TestSummary) -> list[dict[str, Any]]:
-    """The test's functions, then its child processes' (each with ``process``: who ran it)."""
-    return [*data["functions"]] + [
-        {**fn, "process": who(p)} for p in data.get("processes") or () for fn in p["functions"]
+class CompiledFunction(NamedTuple):
+    """A function of the test's own process (``where`` empty) or of a child process
+    (``where``: `` in rank 1 (pid 4242)``)."""
+
+    fn: FunctionResult
+    where: str = ""
+
+
+def _functions(data: TestSummary) -> list[CompiledFunction]:
+    """The test's functions, then its child processes'."""
+    return [CompiledFunction(fn) for fn in data["functions"]] + [
+        CompiledFunction(fn, f" in {who(p)}")
+        for p in data.get("processes") or ()
+        for fn in p["functions"]
     ]
 
 
-def _offenders(data: TestSummary) -> list[dict[str, Any]]:
+def _offenders(data: TestSummary) -> list[CompiledFunction]:
     """The test's functions (its children's too) that recompiled or hit recompile_limit,
     worst first."""
-    bad = [fn for fn in _functions(data) if fn["recompiles"] or fn["recompile_limit"]]
-    return sorted(bad, key=lambda fn: (not fn["recompile_limit"], -len(fn["recompiles"])))
-
-
-def _in(fn: Mapping[str, Any]) -> str:
-    """`` in rank 1 (pid 4242)`` for a child process's function."""
-    return f" in {fn['process']}" if fn.get("process") else ""
+    bad = [o for o in _functions(data) if o.fn["recompiles"] or o.fn["recompile_limit"]]
+    return sorted(bad, key=lambda o: (not o.fn["recompile_limit"], -len(o.fn["recompiles"])))
 
 
 def _rules(data: TestSummary) -> str:
     return data["rules"] or "none"
 
 
-def _broken(results: Results) -> Iterator[tuple[str, TestSummary, list[dict[str, Any]]]]:
+def _broken(results: Results) -> Iterator[tuple[str, TestSummary, list[CompiledFunction]]]:
     """Each test that broke the gate, by node id, with its offending functions."""
     for nodeid, (_, data) in sorted(results.items()):
         if data["violations"]:
@@ -103,10 +110,10 @@ def _broken(results: Results) -> Iterator[tuple[str, TestSummary, list[dict[str,
 def _broken_rows(results: Results, root: str) -> list[str]:
     rows = []
     for nodeid, data, offenders in _broken(results):
-        for fn in offenders:
+        for fn, where in offenders:
             limit = " (hit recompile_limit)" if fn["recompile_limit"] else ""
             rows.append(
-                f"| {_code(nodeid)} | {_code(fn['qualname'])}{_in(fn)} "
+                f"| {_code(nodeid)} | {_code(fn['qualname'])}{where} "
                 f"{_code(relative(fn['file'], root) + ':' + str(fn['line']))} | "
                 f"{len(fn['recompiles'])}{limit} | {_cell(_rules(data))} | "
                 f"{_cell(_kinds(fn))} | {_code(_first_guard(fn))} | "
@@ -126,7 +133,7 @@ def _function_rows(results: Results, root: str) -> list[str]:
     """Functions by the seconds their recompiles cost, over all gated tests."""
     totals: dict[tuple[str, str, int], list[float]] = {}
     for _, data in results.values():
-        for fn in _functions(data):
+        for fn, _ in _functions(data):
             if fn["recompiles"]:
                 key = (fn["qualname"], fn["file"], fn["line"])
                 seconds, count, tests = totals.get(key, [0.0, 0, 0])
@@ -270,11 +277,12 @@ class Annotation(NamedTuple):
 
 
 def _function_annotation(
-    nodeid: str, data: TestSummary, fn: Mapping[str, Any], root: str
+    nodeid: str, data: TestSummary, function: CompiledFunction, root: str
 ) -> Annotation:
+    fn = function.fn
     count = len(fn["recompiles"])
     title = (
-        f"{nodeid}: {plural(count, 'recompile')} of {fn['qualname']}{_in(fn)}; "
+        f"{nodeid}: {plural(count, 'recompile')} of {fn['qualname']}{function.where}; "
         f"budget {_rules(data)}"
     )
     lines = []
@@ -302,8 +310,8 @@ def _function_annotation(
 def _annotations(results: Results, root: str) -> list[Annotation]:
     found = []
     for nodeid, data, offenders in _broken(results):
-        found += [_function_annotation(nodeid, data, fn, root) for fn in offenders]
-        worst = max((len(fn["recompiles"]) for fn in offenders), default=0)
+        found += [_function_annotation(nodeid, data, o, root) for o in offenders]
+        worst = max((len(o.fn["recompiles"]) for o in offenders), default=0)
         stopped = data["stopped_at"]
         if stopped is not None:
             found.append(

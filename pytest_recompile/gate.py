@@ -27,13 +27,8 @@ from .budgets import assign_budgets
 from .isolation import Ledger, Owner
 from .names import PREFIX
 from .outcome import TestVerdict, raised
-from .report import (
-    TestSummary,
-    failure_message,
-    fixture_result,
-    junit_properties,
-    summarize_test,
-)
+from .report import failure_message, fixture_result, junit_properties, summarize_test
+from .results import ProcessResult, TestSummary
 from .settings import BUDGET_KEY, FIXTURES_KEY, TRACKER_KEY, VERDICT_KEY, Settings
 from .tracker import RecompileBudgetExceeded, RecompileGateError, RecompileTracker, stopped_message
 
@@ -202,7 +197,7 @@ class Gate:
         if self.spool is not None:
             self._contained(self.spool.resume, self.test_token)
 
-    def _children(self, tokens: list[str | None]) -> list[dict[str, Any]]:
+    def _children(self, tokens: list[str | None]) -> list[ProcessResult]:
         """The records children left for these owners."""
         if self.spool is None or not any(tokens):
             return []
@@ -212,10 +207,8 @@ class Gate:
         self.spool.faults.clear()
         return found or []
 
-    def _note_children(self, verdict: TestVerdict) -> list[dict[str, Any]]:
-        children = self._children([self.test_token])
-        verdict.note_children(children)
-        return children
+    def _note_children(self, verdict: TestVerdict) -> None:
+        verdict.note_children(self._children([self.test_token]))
 
     # -- phases ---------------------------------------------------------------------------------
 
@@ -288,9 +281,7 @@ class Gate:
         """What a wider fixture compiled while set up, on the report of the test it ran for."""
         children = self._children([token])
         if (tracker.records or children) and self.item is not None:
-            result = fixture_result(owner, tracker.records, tracker.graph_breaks)
-            result["processes"] = children
-            result["recompiles"] += sum(p["recompiles"] for p in children)
+            result = fixture_result(owner, tracker.records, tracker.graph_breaks, children)
             self.item.stash[FIXTURES_KEY].append(result)
 
     @contextlib.contextmanager
@@ -313,11 +304,10 @@ class Gate:
         finally:
             _restore(item, state)
             self._note_order(item)
-        children = self._contained(self._note_children, verdict) or []
-        root = str(item.config.rootpath)
-        own = verdict.outcome(failure, root)
+        self._contained(self._note_children, verdict)
+        own = verdict.outcome(failure, str(item.config.rootpath))
         enforced = self.settings.enforced
-        decided = self._contained(verdict.with_children, own, children, failure, enforced) or own
+        decided = self._contained(verdict.with_children, own, failure, enforced) or own
         if decided.section:
             item.add_report_section("call", "recompile", decided.section)
         if decided.fail:  # outside the except block: no chained torch traceback
@@ -412,6 +402,7 @@ class Gate:
             refused=verdict.refused,
             order_note=verdict.order_note,
             processes=verdict.children,
+            divergence=verdict.divergence,
         )
 
     @property

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from .results import GraphBreakResult, GuardResult, ReasonResult
+
 # -- the vocabulary -------------------------------------------------------------------------
 
 KINDS = (
@@ -161,7 +163,7 @@ class Reason:
     def hint(self) -> str:
         return hint_for(self.kind, self.detail, self.source, self.text)
 
-    def to_dict(self) -> dict[str, str | None]:
+    def to_dict(self) -> ReasonResult:
         return {
             "kind": self.kind,
             "detail": self.detail,
@@ -386,7 +388,7 @@ class InstalledGuard:
     entry: str  # the cache entry's compile id, "0/1"
     framework: bool  # installed by torch on every frame or on a library object
 
-    def to_dict(self) -> dict[str, str | bool]:
+    def to_dict(self) -> GuardResult:
         return {
             "kind": self.kind,
             "torch_kind": self.torch_kind,
@@ -435,7 +437,7 @@ class GraphBreak:
     def site(self) -> tuple[str, int, str]:
         return (self.filename, self.lineno, self.reason)
 
-    def to_dict(self) -> dict[str, str | int | None]:
+    def to_dict(self) -> GraphBreakResult:
         return {
             "reason": self.reason,
             "file": self.filename,

@@ -9,11 +9,11 @@ judgement, and words the outcome from the tracker's violations and the children'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from . import processes
 from .names import PREFIX
 from .report import Site, call_frame, failure_message
+from .results import ProcessResult
 from .tracker import (
     CompiledWhileWarm,
     RecompileGateError,
@@ -44,8 +44,9 @@ class TestVerdict:
     refused: str | None = None  # a warm block's refusal that failed the test
     elsewhere: frozenset[str] = frozenset()  # functions compiled in child processes
     children_failed: str = ""  # the children's broken rules this attempt failed with
-    children: list[dict[str, Any]] | None = None  # the records its child processes left
+    children: list[ProcessResult] | None = None  # the records its child processes left
     order_note: str | None = None  # read while its fixtures live
+    divergence: str | None = None  # how its ranks compiled differently, in words
 
     def violations(self) -> list[Violation]:
         return self.tracker.violations(self.elsewhere)
@@ -59,10 +60,11 @@ class TestVerdict:
         found = self.violations()
         return found if len(found) > self.judged else []
 
-    def note_children(self, children: list[dict[str, Any]]) -> None:
+    def note_children(self, children: list[ProcessResult]) -> None:
         """The test's children's records; functions they compiled are not unknown to a
         ``function=`` budget."""
         self.children = children
+        self.divergence = processes.divergence(children)
         self.elsewhere = frozenset(
             name for p in children for fn in p["functions"] for name in (fn["name"], fn["qualname"])
         )
@@ -80,7 +82,7 @@ class TestVerdict:
             self.judge_now()
             self.stopped_at = exc.site or call_frame(exc.__traceback__, root)
             if isinstance(exc, CompiledWhileWarm):
-                self.refused = str(exc).splitlines()[0]
+                self.refused = exc.refusal
             return Outcome(fail=stopped_message(exc, root))
         broke = tracker.note_exception(exc) if exc is not None else None
         found = self.violations()
@@ -92,16 +94,10 @@ class TestVerdict:
             return Outcome(fail=message)
         return Outcome()
 
-    def with_children(
-        self,
-        own: Outcome,
-        children: list[dict[str, Any]],
-        exc: BaseException | None,
-        enforced: bool,
-    ) -> Outcome:
+    def with_children(self, own: Outcome, exc: BaseException | None, enforced: bool) -> Outcome:
         """The test's outcome with its children's: their broken rules fail it (beside its own
         exception, never hiding it); what is only told goes beside the result."""
-        fail, told = children_verdict(children, self.tracker)
+        fail, told = self.children_verdict()
         self.children_failed = ""  # an earlier attempt's (reruns) is not this one's
         if fail and enforced:
             fail = "\n".join(filter(None, [fail, told and indented(told)]))
@@ -113,20 +109,18 @@ class TestVerdict:
             )
         return Outcome(None, "\n".join(filter(None, [own.section, fail, told])) or None)
 
-
-def children_verdict(
-    children: list[dict[str, Any]], tracker: RecompileTracker
-) -> tuple[str | None, str | None]:
-    """The children's broken rules (to fail with) and what is only told."""
-    fail = processes.failure_lines(children)
-    told = processes.notes(children)
-    diverged = processes.divergence(children)
-    same = tracker.budget.same_across_ranks if tracker.budget is not None else None
-    if diverged and same:
-        fail.append(f"{PREFIX} {diverged} ({same})")
-    elif diverged:
-        told.append(diverged)
-    return "\n".join(fail) or None, "\n".join(told) or None
+    def children_verdict(self) -> tuple[str | None, str | None]:
+        """The children's broken rules (to fail with) and what is only told."""
+        children = self.children or []
+        fail = processes.failure_lines(children)
+        told = processes.notes(children)
+        budget = self.tracker.budget
+        same = budget.same_across_ranks if budget is not None else None
+        if self.divergence and same:
+            fail.append(f"{PREFIX} {self.divergence} ({same})")
+        elif self.divergence:
+            told.append(self.divergence)
+        return "\n".join(fail) or None, "\n".join(told) or None
 
 
 def indented(text: str) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 
 from .markers import Budget
 from .names import PREFIX, SHADOWED_ENV, SPOOL_ENV, SPOOL_OWNER
+from .results import ProcessResult
 
 STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_startup")
 _FORK_HOOK: list[bool] = []
@@ -138,7 +139,7 @@ class Spool:
                 else:
                     self._last[(name, line["token"])] = line
 
-    def processes(self, tokens: Iterable[str]) -> list[dict[str, Any]]:
+    def processes(self, tokens: Iterable[str]) -> list[ProcessResult]:
         """One entry per child process that compiled for these owners (JSON-ready)."""
         self._read()
         wanted = set(tokens)
@@ -173,7 +174,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def process_entry(line: dict[str, Any], problem: str | None, alive: bool) -> dict[str, Any]:
+def process_entry(line: dict[str, Any], problem: str | None, alive: bool) -> ProcessResult:
     """A child's last record for one owner, as the test's report carries it. ``ended``:
     ``exited`` (its exit handlers ran), ``running``, or ``no exit record`` (``os._exit``, a
     signal, or a forked worker that multiprocessing ends so)."""
@@ -198,7 +199,7 @@ def process_entry(line: dict[str, Any], problem: str | None, alive: bool) -> dic
     }
 
 
-def who(process: dict[str, Any]) -> str:
+def who(process: ProcessResult) -> str:
     """``rank 1 (pid 4242)``, or ``pid 4242 (python -c ...)`` for a child without a rank."""
     if process["rank"] is not None:
         return f"rank {process['rank']} (pid {process['pid']})"
@@ -218,7 +219,7 @@ def _why(function: dict[str, Any]) -> str:
     return ", ".join(dict.fromkeys(labels)) or "no reason given"
 
 
-def divergence(processes: list[dict[str, Any]]) -> str | None:
+def divergence(processes: list[ProcessResult]) -> str | None:
     """``ranks diverge: rank 0 recompiled `forward` once (TENSOR_MATCH size), rank 1 did
     not``: ranks that compiled a shared function a different number of times, or for
     different guard kinds (None: they agree, or fewer than two ranks)."""
@@ -254,7 +255,7 @@ def divergence(processes: list[dict[str, Any]]) -> str | None:
     return f"ranks diverge: {'; '.join(parts)}" if parts else None
 
 
-def failure_lines(processes: list[dict[str, Any]]) -> list[str]:
+def failure_lines(processes: list[ProcessResult]) -> list[str]:
     """The children's broken rules, each child's message under its rank and pid."""
     lines = []
     for process in processes:
@@ -266,7 +267,7 @@ def failure_lines(processes: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def notes(processes: list[dict[str, Any]]) -> list[str]:
+def notes(processes: list[ProcessResult]) -> list[str]:
     """Children that ended without a complete record."""
     return [
         f"{who(p)} ended without a complete record ({p['problem']}): its compiles up to its "

@@ -4,9 +4,8 @@ and violations in, text and JSON-ready values out)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
@@ -14,6 +13,17 @@ from .guards import GraphBreak, Reason, hint_for, label_for
 from .markers import Budget
 from .names import PREFIX
 from .processes import who
+from .results import (
+    Environment,
+    FixtureResult,
+    ProcessResult,
+    ReportDocument,
+    ReportedTest,
+    ReportSettings,
+    SiteResult,
+    TestSummary,
+    ViolationResult,
+)
 from .verdict import FunctionRecord, Recompile, Violation, rerecords
 
 if TYPE_CHECKING:
@@ -48,52 +58,54 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def unknown_function_line(v: Violation) -> str:
+def _unknown_function(v: Violation) -> str:
     import difflib
 
     close = difflib.get_close_matches(v.wanted, list(v.compiled), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     compiled = ", ".join(v.compiled) or "none"
-    return f"{PREFIX} {v.source} names no function this test compiled (compiled: {compiled}){hint}"
+    return f"{v.source} names no function this test compiled (compiled: {compiled}){hint}"
 
 
-def violation_line(v: Violation) -> str:
+def violation_message(v: Violation) -> str:
+    """The one wording of a broken rule, without the ``pytest-recompile:`` prefix: the JSON
+    report, the summaries and the CI outputs carry it (:func:`violation_result`), the failure
+    message prints it after the prefix."""
     fn = v.function.qualname if v.function is not None else "?"
     if v.kind == "limit":
-        return f"{PREFIX} '{fn}' hit {v.source} and {EAGER_FALLBACK}: {LIMIT_FIX}"
+        return f"'{fn}' hit {v.source} and {EAGER_FALLBACK}: {LIMIT_FIX}"
     if v.kind == "function":
         first = f" ({_first_guard(v.function)})" if v.function is not None else ""
-        return (
-            f"{PREFIX} '{fn}' recompiled {plural(v.used, 'time')}{first}, budget {v.allowed} "
-            f"({v.source})"
-        )
+        return f"'{fn}' recompiled {plural(v.used, 'time')}{first}, budget {v.allowed} ({v.source})"
     if v.kind == "unexpected":
         kinds = ", ".join(sorted({r.kind for r in v.reasons}))
         return (
-            f"{PREFIX} '{fn}' recompiled because of {kinds}, not a kind this test expects "
+            f"'{fn}' recompiled because of {kinds}, not a kind this test expects "
             f"({v.source}): {v.reasons[0].text}"
         )
     if v.kind == "forbidden":
         kinds = ", ".join(sorted({g.kind for g in v.guards}))
         return (
-            f"{PREFIX} '{fn}' installed {plural(v.used, 'forbidden guard')} of kind {kinds} "
+            f"'{fn}' installed {plural(v.used, 'forbidden guard')} of kind {kinds} "
             f"({v.source}): {v.guards[0].text}"
         )
     if v.kind == "graph_breaks":
-        return f"{PREFIX} {plural(v.used, 'graph break')}, budget {v.allowed} ({v.source})"
+        return f"{plural(v.used, 'graph break')}, budget {v.allowed} ({v.source})"
     if v.kind == "cudagraph_rerecords":
         return (
-            f"{PREFIX} {plural(v.used, 'CUDA-graph re-record')}, budget {v.allowed} ({v.source}): "
+            f"{plural(v.used, 'CUDA-graph re-record')}, budget {v.allowed} ({v.source}): "
             "not recompiles, but each re-record costs a capture; keep input shapes and "
             "addresses stable"
         )
     if v.kind == "unknown_function":
-        return unknown_function_line(v)
+        return _unknown_function(v)
     if v.kind == "fullgraph":
-        return f"{PREFIX} graph break under fullgraph ({v.source}): {v.breaks[0].reason}"
-    return (
-        f"{PREFIX} {plural(v.used, 'recompile')}{_worst_text(v)}, budget {v.allowed} ({v.source})"
-    )
+        return f"graph break under fullgraph ({v.source}): {v.breaks[0].reason}"
+    return f"{plural(v.used, 'recompile')}{_worst_text(v)}, budget {v.allowed} ({v.source})"
+
+
+def violation_result(v: Violation) -> ViolationResult:
+    return {"kind": v.kind, "source": v.source, "message": violation_message(v)}
 
 
 def _first_guard(record: FunctionRecord) -> str:
@@ -214,7 +226,7 @@ def failure_message(
     site: str | None = None,
     root: str | None = None,
 ) -> str:
-    lines = [violation_line(v) for v in violations]
+    lines = [f"{PREFIX} {violation_message(v)}" for v in violations]
     for record in offenders(records, violations):
         lines += function_block(record, violations, root)
     for v in violations:
@@ -223,33 +235,6 @@ def failure_message(
         at = f" at {site}" if site else ""
         lines.append(f"  fail-fast: stopped{at}, before that recompile ran")
     return "\n".join(lines)
-
-
-class TestSummary(TypedDict):
-    """One test's results, JSON-ready: they travel on its reports (and so under pytest-xdist)
-    to the terminal summary, the JSON report and the baseline."""
-
-    budget: int | None  # the total cap (None: no total, only other rules)
-    budget_source: str | None  # where the total came from
-    rules: str | None  # every rule of the test, in words
-    baseline: int | None
-    recompiles: int
-    recompile_seconds: float
-    compile_seconds: float
-    again_seconds: float  # compiling again what isolation dropped for earlier tests
-    isolation: str  # "entries" (kept what live wider fixtures compiled), "reset", "off"
-    violations: list[dict[str, str]]  # kind, source (the rule and where it came from), message
-    limit_hit: list[str]
-    worst: str | None
-    device: str | None
-    functions: list[dict[str, Any]]
-    graph_breaks: list[dict[str, Any]]
-    cudagraph_recordings: int
-    cudagraph_rerecords: int
-    stopped_at: dict[str, Any] | None  # file, line, function of the call fail-fast stopped
-    order_note: str | None  # live fixtures the test does not use that changed its start
-    processes: list[dict[str, Any]]  # one entry per child process that compiled for the test
-    divergence: str | None  # ranks that compiled a shared function differently
 
 
 def summarize_test(
@@ -265,15 +250,14 @@ def summarize_test(
     stopped_at: Site | None = None,
     refused: str | None = None,
     order_note: str | None = None,
-    processes: list[dict[str, Any]] | None = None,
+    processes: list[ProcessResult] | None = None,
+    divergence: str | None = None,
 ) -> TestSummary:
-    """One test's results (see :class:`TestSummary`)."""
-    from .processes import divergence
-
+    """One test's results (see :class:`~pytest_recompile.results.TestSummary`); ``divergence``:
+    how its ranks compiled differently, in words (:func:`.processes.divergence`)."""
     worst = max(records, key=lambda r: r.recompile_count, default=None)
     total = budget.total if budget is not None else None
     children = processes or []
-    diverged = divergence(children)
     same = budget.same_across_ranks if budget is not None else None
     return {
         "budget": total.value if total is not None else None,
@@ -285,21 +269,7 @@ def summarize_test(
         "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
         "again_seconds": round(sum(r.again_seconds for r in records), 6),
         "isolation": isolation,
-        "violations": [
-            {"kind": v.kind, "source": v.source, "message": violation_line(v)[len(PREFIX) + 1 :]}
-            for v in violations
-        ]
-        + (
-            [{"kind": "warm", "source": "warm()", "message": refused.removeprefix(PREFIX).strip()}]
-            if refused
-            else []
-        )
-        + [{**v, "message": f"{who(p)}: {v['message']}"} for p in children for v in p["violations"]]
-        + (
-            [{"kind": "divergence", "source": same, "message": diverged}]
-            if diverged and same
-            else []
-        ),
+        "violations": _violations(violations, refused, children, divergence, same),
         "limit_hit": [r.qualname for r in records if r.limit]
         + [f"{name} ({who(p)})" for p in children for name in p["limit_hit"]],
         "worst": (
@@ -312,11 +282,31 @@ def summarize_test(
         "graph_breaks": [b.to_dict() for b in graph_breaks],
         "cudagraph_recordings": len(cudagraph_recordings or []),
         "cudagraph_rerecords": rerecords(cudagraph_recordings or []),
-        "stopped_at": stopped_at._asdict() if stopped_at is not None else None,
+        "stopped_at": stopped_at.to_dict() if stopped_at is not None else None,
         "order_note": order_note,
         "processes": children,
-        "divergence": diverged,
+        "divergence": divergence,
     }
+
+
+def _violations(
+    violations: list[Violation],
+    refused: str | None,
+    children: list[ProcessResult],
+    diverged: str | None,
+    same: str | None,
+) -> list[ViolationResult]:
+    """The test's broken rules: its own, a warm block's refusal, its children's (each named
+    by rank and pid) and, under ``same_compiles_across_ranks``, ranks that diverged."""
+    found = [violation_result(v) for v in violations]
+    if refused:
+        found.append({"kind": "warm", "source": "warm()", "message": refused})
+    found += [
+        {**v, "message": f"{who(p)}: {v['message']}"} for p in children for v in p["violations"]
+    ]
+    if diverged and same:
+        found.append({"kind": "divergence", "source": same, "message": diverged})
+    return found
 
 
 def seconds_text(seconds: float) -> str:
@@ -333,7 +323,7 @@ RESET_FALLBACK = (
 )
 
 
-def fixture_line(fixture: dict[str, Any]) -> str:
+def fixture_line(fixture: FixtureResult) -> str:
     """A wider fixture that recompiled while set up: recorded, charged to no test."""
     firsts = [
         f"{fn['qualname']} ({reason['kind']}: {reason['text']})"
@@ -348,7 +338,7 @@ def fixture_line(fixture: dict[str, Any]) -> str:
     )
 
 
-def fixture_limit_lines(fixtures: list[dict[str, Any]]) -> list[str]:
+def fixture_limit_lines(fixtures: list[FixtureResult]) -> list[str]:
     """Loud lines for wider fixtures whose functions fell back to eager while set up."""
     return [
         f"{PREFIX} {fixture['node']}: {fixture['fixture']} hit recompile_limit while set up: "
@@ -361,7 +351,7 @@ def fixture_limit_lines(fixtures: list[dict[str, Any]]) -> list[str]:
 
 def summary_lines(
     results: list[tuple[str, TestSummary]],
-    fixtures: list[dict[str, Any]] | None = None,
+    fixtures: list[FixtureResult] | None = None,
     *,
     enforced: bool = True,
 ) -> list[str]:
@@ -410,8 +400,9 @@ def order_lines(results: list[tuple[str, TestSummary]]) -> list[str]:
     """One line per distinct order note (the one order-dependent edge), with its tests."""
     by_note: dict[str, list[str]] = {}
     for nodeid, data in results:
-        if data.get("order_note"):
-            by_note.setdefault(str(data["order_note"]), []).append(nodeid)
+        note = data.get("order_note")
+        if note:
+            by_note.setdefault(note, []).append(nodeid)
     return [
         f"{ORDER} {', '.join(nodeids[:3])}{f' and {len(nodeids) - 3} more' if nodeids[3:] else ''}"
         f": {note}"
@@ -440,7 +431,7 @@ MISSING = "incomplete report: the figures leave out what the gate could not reco
 INCOMPLETE = "incomplete run: these figures cover only the tests that ran; stopped by"
 
 
-def per_process(data: Mapping[str, Any]) -> int:
+def per_process(data: TestSummary) -> int:
     """The most recompiles one process of the test made (the test's own or a child's): what
     a budget, applied to each process, and so a baseline, caps."""
     return int(max([data["recompiles"], *(p["recompiles"] for p in data.get("processes") or ())]))
@@ -470,16 +461,16 @@ SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.s
 
 def report_document(
     results: list[tuple[str, str, TestSummary]],
-    environment: dict[str, Any],
-    settings: dict[str, Any],
+    environment: Environment,
+    settings: ReportSettings,
     created: str,
-    fixtures: list[dict[str, Any]] | None = None,
+    fixtures: list[FixtureResult] | None = None,
     incomplete: str | None = None,
     faults: list[str] | None = None,
-) -> dict[str, Any]:
+) -> ReportDocument:
     """The JSON report (see report.schema.json): ``results`` are (nodeid, outcome, data);
     ``incomplete``: why the run stopped early, if it did."""
-    tests: list[dict[str, Any]] = [
+    tests: list[ReportedTest] = [
         {"nodeid": nodeid, "outcome": outcome, **data}
         for nodeid, outcome, data in sorted(results, key=lambda r: r[0])
     ]
@@ -519,6 +510,9 @@ class Site(NamedTuple):
     def describe(self, root: str | None = None) -> str:
         return f"{location(self.file, self.line, root)} in {self.function}"
 
+    def to_dict(self) -> SiteResult:
+        return {"file": self.file, "line": self.line, "function": self.function}
+
 
 def call_frame(tb: TracebackType | None, root: str | None = None) -> Site | None:
     """Where the call went over: the innermost frame of the project's own code (under
@@ -554,12 +548,16 @@ _INSTALLED = (
 )
 
 
+def warm_refusal(name: str, filename: str, lineno: int) -> str:
+    """The one wording of a compile refused inside a warm block (the test's ``warm``
+    violation), without the ``pytest-recompile:`` prefix."""
+    return f"'{name}' ({location(filename, lineno)}) would have compiled inside a warm block"
+
+
 def warm_message(name: str, filename: str, lineno: int, reasons: tuple[Reason, ...]) -> str:
     """A compile refused inside a warm block: the function, and each guard that failed with
     its kind and fix (none: a first compile)."""
-    lines = [
-        f"{PREFIX} '{name}' ({location(filename, lineno)}) would have compiled inside a warm block"
-    ]
+    lines = [f"{PREFIX} {warm_refusal(name, filename, lineno)}"]
     for reason in reasons:
         lines.append(f"    {reason.entry or '?'} {reason.label}: {reason.text}")
     if not reasons:
@@ -568,21 +566,28 @@ def warm_message(name: str, filename: str, lineno: int, reasons: tuple[Reason, .
 
 
 def fixture_result(
-    owner: Owner, records: list[FunctionRecord], graph_breaks: list[GraphBreak]
-) -> dict[str, Any]:
-    """A wider fixture's compiles while it was set up (JSON-ready: it travels on a report)."""
+    owner: Owner,
+    records: list[FunctionRecord],
+    graph_breaks: list[GraphBreak],
+    processes: list[ProcessResult] | None = None,
+) -> FixtureResult:
+    """A wider fixture's compiles while it was set up, its child processes' included
+    (JSON-ready: it travels on a report)."""
+    children = processes or []
     return {
         "fixture": owner.describe(),
         "name": owner.name,
         "scope": owner.scope,
         "node": owner.location,
         "compiles": sum(r.compiles for r in records),
-        "recompiles": sum(r.recompile_count for r in records),
+        "recompiles": sum(r.recompile_count for r in records)
+        + sum(p["recompiles"] for p in children),
         "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
         "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
         "limit_hit": [r.qualname for r in records if r.limit],
         "functions": [r.to_dict() for r in records],
         "graph_breaks": [b.to_dict() for b in graph_breaks],
+        "processes": children,
     }
 
 

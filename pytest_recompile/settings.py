@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,12 +15,13 @@ from .names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
 
 if TYPE_CHECKING:
     from .outcome import TestVerdict
+    from .results import FixtureResult
     from .tracker import RecompileTracker
 
 SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
 BUDGET_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
 TRACKER_KEY: pytest.StashKey[RecompileTracker] = pytest.StashKey()
-FIXTURES_KEY: pytest.StashKey[list[dict[str, Any]]] = pytest.StashKey()
+FIXTURES_KEY: pytest.StashKey[list[FixtureResult]] = pytest.StashKey()
 VERDICT_KEY: pytest.StashKey[TestVerdict] = pytest.StashKey()  # the gate's, per gated test
 
 BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"

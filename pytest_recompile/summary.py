@@ -26,13 +26,13 @@ from .report import (
     FAULT,
     INCOMPLETE,
     MISSING,
-    TestSummary,
     fixture_limit_lines,
     plural,
     report_document,
     summary_lines,
     totals_line,
 )
+from .results import Environment, FixtureResult, ReportDocument, ReportSettings, TestSummary
 from .settings import Settings
 
 
@@ -42,7 +42,7 @@ class Collected:
     fixtures' compiles, contained internal errors, and the gated tests that ran."""
 
     results: dict[str, tuple[str, TestSummary]] = field(default_factory=dict)
-    fixtures: list[dict[str, Any]] = field(default_factory=list)
+    fixtures: list[FixtureResult] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)  # each told once
     notes: dict[str, None] = field(default_factory=dict)  # features this torch lacks, once each
     gated: set[str] = field(default_factory=set)  # gated tests that ran to their teardown
@@ -215,16 +215,16 @@ class Summary:
             enforced=enforced,
         )
 
-    def report_document(self, config: pytest.Config) -> dict[str, Any]:
+    def report_document(self, config: pytest.Config) -> ReportDocument:
         settings = self.settings
-        environment = {
+        environment: Environment = {
             "pytest_recompile": __version__,
             "pytest": pytest.__version__,
             "torch": versions.torch_version(),
             "python": platform.python_version(),
             "platform": sys.platform,
         }
-        options = {
+        options: ReportSettings = {
             "default_budget": settings.default.value if settings.default else None,
             "mode": settings.mode,
             "keep_caches": settings.keep_caches,

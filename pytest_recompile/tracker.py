@@ -31,7 +31,7 @@ from .guards import (
 from .markers import Budget, Rule, check_count
 from .names import MODES
 from .recorder import Recorder, event_reasons
-from .report import Site, call_frame, failure_message, warm_message
+from .report import Site, call_frame, failure_message, warm_message, warm_refusal
 from .verdict import FunctionRecord, Violation, judge, unknown_functions
 
 
@@ -58,6 +58,8 @@ def _rebuilt(cls: type[RecompileGateError], message: str) -> RecompileGateError:
 
 class CompiledWhileWarm(RecompileGateError):
     """torch was about to compile inside a :func:`warm` block."""
+
+    refusal: str | None = None  # the refused compile in one line, without the prefix
 
 
 class RecompileBudgetExceeded(RecompileGateError):
@@ -343,14 +345,15 @@ def warm() -> Iterator[None]:
     removed when the block ends, however it ends.
     """
     versions.check_torch()
-    refused: list[str] = []
+    refused: list[tuple[str, str]] = []  # (the refusal in one line, the whole message)
 
     def refuse(event: events.CompileEvent) -> None:
-        reasons = event_reasons(event)
         code = event.function
-        name = event.label or events.qualname(code)
-        refused.append(warm_message(name, code.co_filename, code.co_firstlineno, reasons))
-        raise CompiledWhileWarm(refused[-1])
+        where = (event.label or events.qualname(code), code.co_filename, code.co_firstlineno)
+        refused.append((warm_refusal(*where), warm_message(*where, event_reasons(event))))
+        error = CompiledWhileWarm(refused[-1][1])
+        error.refusal = refused[-1][0]
+        raise error
 
     remove = hooks.install_compile_hook(refuse, first=True)
     site = None
@@ -364,8 +367,9 @@ def warm() -> Iterator[None]:
         remove()
     if refused:  # raised afresh: torch's frames between the call and the hook are no help
         at = f"\n  stopped at {site.describe()}, before compiling" if site else ""
-        error = CompiledWhileWarm(refused[-1] + at)
+        error = CompiledWhileWarm(refused[-1][1] + at)
         error.site = site
+        error.refusal = refused[-1][0]
         raise error from None
 
 

@@ -7,10 +7,10 @@ Violations, each with the typed fields of its kind; the report module words them
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
 
 from .guards import GraphBreak, InstalledGuard, Reason, distinct_breaks
 from .markers import Budget
+from .results import FunctionResult, RecompileResult, RuleKind
 
 
 @dataclass
@@ -22,7 +22,7 @@ class Recompile:
     seconds: float | None = None
     against: str | None = None  # whose entries rejected the call, when the test does not use them
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RecompileResult:
         return {
             "compile_id": self.compile_id,
             "reasons": [r.to_dict() for r in self.reasons],
@@ -58,7 +58,7 @@ class FunctionRecord:
     def recompile_seconds(self) -> float:
         return sum(r.seconds or 0.0 for r in self.recompiles)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FunctionResult:
         return {
             "name": self.name,
             "qualname": self.qualname,
@@ -75,25 +75,12 @@ class FunctionRecord:
         }
 
 
-ViolationKind = Literal[
-    "total",
-    "function",
-    "limit",
-    "unexpected",
-    "forbidden",
-    "graph_breaks",
-    "fullgraph",
-    "cudagraph_rerecords",
-    "unknown_function",
-]
-
-
 @dataclass(frozen=True)
 class Violation:
     """One rule a block broke. ``used`` against ``allowed`` (None: no number applies), the
     rule's ``source``, the function it concerns, and the evidence of its kind."""
 
-    kind: ViolationKind
+    kind: RuleKind
     used: int
     allowed: int | None
     source: str

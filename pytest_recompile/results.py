@@ -1,0 +1,244 @@
+"""The result model: what a run found, as JSON-ready typed dicts that mirror
+``report.schema.json`` (imports nothing of the plugin's, and no torch).
+
+Per-test results travel on pytest's reports, so under pytest-xdist they cross from a worker to
+the controller as plain JSON values: plain dicts, typed here, are what survives the trip. The
+terminal summary, the JSON report, JUnit properties, the GitHub annotations, the Markdown
+summary and the baseline all read these; none re-derives them from text.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+RuleKind = Literal[
+    "total",
+    "function",
+    "limit",
+    "unexpected",
+    "forbidden",
+    "graph_breaks",
+    "fullgraph",
+    "cudagraph_rerecords",
+    "unknown_function",
+]
+"""The rule a judged block broke (a :class:`~pytest_recompile.verdict.Violation`'s kind)."""
+
+ViolationKind = Literal[RuleKind, "warm", "divergence"]
+"""A result's violation: a broken rule, a compile refused in a warm block, or ranks that
+diverged under ``same_compiles_across_ranks``."""
+
+
+class ReasonResult(TypedDict):
+    """Why one cache entry rejected a call (``#/$defs/reason``)."""
+
+    kind: str
+    detail: str | None
+    source: str | None
+    expected: str | None
+    actual: str | None
+    text: str
+    entry: str | None
+    raw: str
+
+
+class GuardResult(TypedDict):
+    """One installed leaf guard (``#/$defs/guard``)."""
+
+    kind: str
+    torch_kind: str
+    source: str
+    text: str
+    entry: str
+    framework: bool
+
+
+class RecompileResult(TypedDict):
+    """One recompile of a function (``#/$defs/recompile``)."""
+
+    compile_id: str
+    reasons: list[ReasonResult]
+    resume: bool
+    stopped: bool
+    seconds: float | None
+    against: str | None
+
+
+class FunctionResult(TypedDict):
+    """One compiled function and its recompiles (``#/$defs/function``)."""
+
+    name: str
+    qualname: str
+    file: str
+    line: int
+    compiles: int
+    recompiles: list[RecompileResult]
+    cache_entries: int
+    compile_seconds: float
+    again_seconds: float
+    recompile_seconds: float
+    recompile_limit: str | None
+    guards: list[GuardResult] | None
+
+
+class GraphBreakResult(TypedDict):
+    """One graph break, by site (``#/$defs/graph_break``)."""
+
+    reason: str
+    file: str
+    line: int
+    function: str
+    code: str
+    hint: str | None
+
+
+class ViolationResult(TypedDict):
+    """One broken rule: ``message`` is its wording without the ``pytest-recompile:`` prefix,
+    built once; every output reads it."""
+
+    kind: ViolationKind
+    source: str
+    message: str
+
+
+class SiteResult(TypedDict):
+    """Where fail-fast stopped a call."""
+
+    file: str
+    line: int
+    function: str
+
+
+class ProcessResult(TypedDict):
+    """A child process's compiles for one test or fixture (``#/$defs/process``)."""
+
+    pid: int
+    rank: int | None
+    command: str
+    ended: str  # "exited" (its exit handlers ran), "running", "no exit record"
+    complete: bool
+    problem: str | None
+    recompiles: int
+    compile_seconds: float
+    recompile_seconds: float
+    violations: list[ViolationResult]
+    limit_hit: list[str]
+    functions: list[FunctionResult]
+    graph_breaks: list[GraphBreakResult]
+    stopped: bool
+    message: str | None  # the process's failure message, as its test shows it
+
+
+class TestSummary(TypedDict):
+    """One test's results (``#/$defs/test`` less ``nodeid`` and ``outcome``): they travel on
+    its reports to the terminal summary, the JSON report and the baseline."""
+
+    budget: int | None  # the total cap (None: no total, only other rules)
+    budget_source: str | None  # where the total came from
+    rules: str | None  # every rule of the test, in words
+    baseline: int | None
+    recompiles: int
+    recompile_seconds: float
+    compile_seconds: float
+    again_seconds: float  # compiling again what isolation dropped for earlier tests
+    isolation: str  # "entries" (kept what live wider fixtures compiled), "reset", "off"
+    violations: list[ViolationResult]
+    limit_hit: list[str]
+    worst: str | None
+    device: str | None
+    functions: list[FunctionResult]
+    graph_breaks: list[GraphBreakResult]
+    cudagraph_recordings: int
+    cudagraph_rerecords: int
+    stopped_at: SiteResult | None  # the call fail-fast stopped
+    order_note: str | None  # live fixtures the test does not use that changed its start
+    processes: list[ProcessResult]  # one entry per child process that compiled for the test
+    divergence: str | None  # ranks that compiled a shared function differently
+
+
+class FixtureResult(TypedDict):
+    """A wider fixture's compiles while it was set up (``#/$defs/fixture``)."""
+
+    fixture: str  # in words: module fixture 'warmed', setUpClass of TestModel
+    name: str
+    scope: str
+    node: str  # the node it was set up for
+    compiles: int
+    recompiles: int  # its children's included
+    recompile_seconds: float
+    compile_seconds: float
+    limit_hit: list[str]
+    functions: list[FunctionResult]
+    graph_breaks: list[GraphBreakResult]
+    processes: list[ProcessResult]
+
+
+class ReportedTest(TestSummary):
+    """One test in the JSON report (``#/$defs/test``)."""
+
+    nodeid: str
+    outcome: str
+
+
+class Environment(TypedDict):
+    pytest_recompile: str
+    pytest: str
+    torch: str | None
+    python: str
+    platform: str
+
+
+class ReportEnvironment(Environment):
+    devices: list[str]
+
+
+class ReportSettings(TypedDict):
+    default_budget: int | None
+    mode: str
+    keep_caches: bool
+    fullgraph: bool
+    baseline: str | None
+
+
+class ReportTotals(TypedDict):
+    gated_tests: int
+    recompiles: int
+    broke_the_gate: int
+    recompile_limit_hits: int
+    recompile_seconds: float
+    compile_seconds: float
+    again_seconds: float
+    graph_breaks: int
+    cudagraph_rerecords: int
+
+
+class ReportDocument(TypedDict):
+    """The JSON report (``report.schema.json``)."""
+
+    schema: str
+    version: int
+    created: str
+    complete: bool
+    incomplete: str | None
+    environment: ReportEnvironment
+    settings: ReportSettings
+    summary: ReportTotals
+    tests: list[ReportedTest]
+    fixtures: list[FixtureResult]
+    faults: list[str]
+
+
+class BaselineTest(TypedDict):
+    """A test's entry in the baseline file: the most recompiles one of its processes made,
+    and each function's most in one process."""
+
+    recompiles: int
+    functions: dict[str, int]
+
+
+class BaselineDocument(TypedDict):
+    """The baseline file (``--recompile-baseline``)."""
+
+    schema: str
+    version: int
+    tests: dict[str, BaselineTest]
