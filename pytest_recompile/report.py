@@ -12,7 +12,7 @@ import pytest
 from .guards import GraphBreak, Reason, hint_for, label_for
 from .markers import Budget
 from .names import PREFIX
-from .processes import who
+from .processes import notes, who
 from .results import (
     Environment,
     FixtureResult,
@@ -413,7 +413,6 @@ def order_lines(results: list[tuple[str, TestSummary]]) -> list[str]:
 def process_lines(results: list[tuple[str, TestSummary]]) -> list[str]:
     """Ranks that diverged (where no rule made it fail) and children without a complete
     record, one line each."""
-    from .processes import notes
 
     lines = []
     for nodeid, data in results:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pytest
 
+from .baseline import BaselineError, check_writable, read_baseline
 from .markers import Budget, BudgetError, Rule, parse_count_text
 from .names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
 
@@ -61,8 +62,6 @@ class Settings:
             fullgraph=fullgraph,
             github=_github(config),
         )
-        from .baseline import BaselineError
-
         try:
             return _with_files(config, settings)
         except BaselineError as exc:
@@ -127,16 +126,12 @@ def _github(config: pytest.Config) -> bool:
 
 def _with_files(config: pytest.Config, settings: Settings) -> Settings:
     """The report and baseline files: checked writable, the baseline read or to be written."""
-    from dataclasses import replace
-
     report, report_from = _path_option(config, "report")
     report_md, report_md_from = _path_option(config, "report_md")
     baseline, baseline_from = _path_option(config, "baseline")
     update = bool(config.getoption("recompile_baseline_update"))
     if report is None and report_md is None and baseline is None and not update:
         return settings
-    from .baseline import BaselineError, check_writable, read_baseline
-
     if report is not None:
         check_writable(report, f"{PREFIX} {report_from}")
     if report_md is not None:
