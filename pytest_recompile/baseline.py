@@ -13,8 +13,10 @@ import os
 import stat
 import tempfile
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from .results import BaselineDocument, BaselineTest, TestSummary
+if TYPE_CHECKING:  # read at every start-up (settings): the types cost nothing at run time
+    from .results import BaselineDocument, BaselineTest, TestSummary
 
 BASELINE_SCHEMA = "pytest-recompile/baseline"
 BASELINE_VERSION = 1

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .baseline import BaselineError, check_writable, read_baseline
-from .markers import Budget, BudgetError, Rule, parse_count_text
 from .names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
 
+# markers.py is imported where a value is parsed: a run that asks for nothing never loads it.
 if TYPE_CHECKING:
+    from .markers import Budget, Rule
     from .outcome import TestVerdict
     from .results import FixtureResult
     from .tracker import RecompileTracker
@@ -97,6 +98,8 @@ def _default_budget(config: pytest.Config) -> Rule[int] | None:
     ini = str(config.getini("recompile_budget") or "").strip()
     if value is None and not ini:
         return None
+    from .markers import BudgetError, Rule, parse_count_text
+
     if value is not None:
         return Rule(value, f"--recompile-budget={value}")
     try:
@@ -149,6 +152,8 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
         )
     check_writable(baseline, f"{PREFIX} {baseline_from}")
     # Record every test's full count and fail none.
+    from .markers import Rule
+
     default = settings.default or Rule(0, "--recompile-baseline-update")
     return replace(settings, mode="report-only", default=default, baseline_update=True)
 
@@ -166,6 +171,7 @@ def _path_option(config: pytest.Config, name: str) -> tuple[str | None, str]:
 
 def budget_option(text: str) -> int:
     """argparse ``type=`` of --recompile-budget."""
+    from .markers import BudgetError, parse_count_text
 
     try:
         return parse_count_text(text, f"{PREFIX} --recompile-budget")
