@@ -170,6 +170,15 @@ def has_compile_callbacks() -> bool:
 
 
 @functools.cache
+def can_count_cudagraph_recordings() -> bool:
+    """Compile callbacks that say which compile is a CUDA-graph recording (2.8+)."""
+    import torch._dynamo.callback as callback
+
+    trigger = getattr(callback, "CallbackTrigger", None)
+    return has_compile_callbacks() and hasattr(trigger, "CUDAGRAPH_RECORDING")
+
+
+@functools.cache
 def has_compile_metrics() -> bool:
     """torch's per-compile metrics, where compile seconds are read."""
     import torch._dynamo.utils as dynamo_utils
@@ -193,9 +202,9 @@ DEGRADED = (
         "rules see none",
     ),
     (
-        has_compile_callbacks,
-        "CUDA graphs: this torch has no compile callbacks (torch._dynamo.callback); "
-        "re-recordings are not counted",
+        can_count_cudagraph_recordings,
+        "CUDA graphs: this torch's compile callbacks do not say which compile is a CUDA-graph "
+        "recording (torch._dynamo.callback.CallbackTrigger); re-records are not counted",
     ),
     (
         has_compile_metrics,
@@ -205,7 +214,13 @@ DEGRADED = (
 )
 
 # Every cached probe, for tests that fake a missing API.
-PROBES = (check_torch, has_hook_list, can_keep_entries, *(probe for probe, _ in DEGRADED))
+PROBES = (
+    check_torch,
+    has_hook_list,
+    can_keep_entries,
+    has_compile_callbacks,
+    *(probe for probe, _ in DEGRADED),
+)
 
 
 def degraded_lines() -> list[str]:
