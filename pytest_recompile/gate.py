@@ -29,7 +29,7 @@ from .names import PREFIX
 from .outcome import TestVerdict, raised
 from .report import failure_message, fixture_result, junit_properties, summarize_test
 from .results import ProcessResult, TestSummary
-from .settings import BUDGET_KEY, FIXTURES_KEY, TRACKER_KEY, VERDICT_KEY, Settings
+from .settings import BUDGET_KEY, FIXTURES_KEY, VERDICT_KEY, Settings
 from .tracker import RecompileBudgetExceeded, RecompileGateError, RecompileTracker, stopped_message
 
 
@@ -37,8 +37,9 @@ class Gate:
     """Tracks compiles in every gated test and judges them; keeps each test's starting
     state to what its live wider fixtures compiled (see :mod:`pytest_recompile.isolation`)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, worker: bool = False) -> None:
         self.settings = settings
+        self.worker = worker  # a pytest-xdist worker: it cannot stop the session itself
         self.ledger = Ledger()
         self.tracker: RecompileTracker | None = None  # the running test's (or its fixture's)
         self.verdict: TestVerdict | None = None  # the running gated test's
@@ -102,6 +103,7 @@ class Gate:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         self._contained(self.annotate, item, call, report)
+        self.attach_faults(item, report)
         return report
 
     # -- session --------------------------------------------------------------------------------
@@ -112,8 +114,10 @@ class Gate:
             return
         try:
             versions.check_torch()
-        except versions.TorchUnsupported as exc:  # the session stops: no test is judged
-            pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+        except versions.TorchUnsupported as exc:
+            if self.worker:  # pytest.exit in an xdist worker crashes the controller
+                raise pytest.UsageError(str(exc)) from None
+            pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)  # no test is judged
         self.keeps_entries = versions.can_keep_entries()
         self.degraded = self._contained(versions.degraded_lines) or []
         self._unhook = hooks.install_compile_hook(self.on_compile)
@@ -173,7 +177,10 @@ class Gate:
         is reported after its module's fixtures are torn down)."""
         verdict = item.stash.get(VERDICT_KEY, None)
         if verdict is not None:
-            verdict.order_note = self._contained(self.ledger.order_note, used_fixtures(item))
+            verdict.order_note = self._contained(self._order_note, item)
+
+    def _order_note(self, item: pytest.Item) -> str | None:
+        return self.ledger.order_note(used_fixtures(item))
 
     def _full_reset_if_pending(self) -> None:
         if self.reset_pending:
@@ -213,7 +220,11 @@ class Gate:
     # -- phases ---------------------------------------------------------------------------------
 
     def setup_phase(self, item: pytest.Item) -> Generator[None, None, None]:
-        self.begin_test(item)
+        try:
+            self.begin_test(item)
+        except pytest.UsageError as exc:  # an xdist worker's torch lacks what the gate reads
+            yield  # the other plugins' set-up runs, so that their teardown finds it
+            raise exc from None
         try:
             return (yield)
         except RecompileBudgetExceeded as exc:  # a function-scoped fixture went over budget
@@ -243,7 +254,7 @@ class Gate:
             tracker = RecompileTracker(
                 budget, mode=self.settings.mode, reset=False, warm_start=True, listen=False
             )
-            self.tracker = item.stash[TRACKER_KEY] = tracker.start()
+            self.tracker = tracker.start()
             self.verdict = item.stash[VERDICT_KEY] = TestVerdict(tracker)
             if self.spool is not None:
                 self.test_token = self.spool.announce("test", item.nodeid, budget, tracker.mode)
@@ -341,7 +352,7 @@ class Gate:
         self.tracker = None
         self.verdict = None
         if verdict is not None:
-            self._note_children(verdict)
+            self._contained(self._note_children, verdict)
         self.test_token = None
         self._announce(None)
         if verdict is not None:
@@ -366,10 +377,13 @@ class Gate:
                     report.user_properties = junit_properties(item, data)
         if self.degraded:  # told once per process; the summary says each line once
             report.recompile_degraded, self.degraded = self.degraded, []
-        faults = self.ledger.take_faults()
-        if faults:  # told once, on the report of the phase they happened in
-            report.recompile_faults = [f"{item.nodeid}: {f}" for f in faults]
         self._gate_longrepr(item, call, report, verdict)
+
+    def attach_faults(self, item: pytest.Item, report: Any) -> None:
+        """Contained internal errors, told once, on the report of the phase they happened in."""
+        faults = self.ledger.take_faults()
+        if faults:
+            report.recompile_faults = [f"{item.nodeid}: {f}" for f in faults]
 
     @staticmethod
     def _gate_longrepr(

@@ -1,6 +1,6 @@
 """Which cache entries a test starts from: who compiled each entry, and dropping the rest.
 
-The contract (README, "Isolation"): a test starts from what live wider-scoped fixtures
+The contract (docs/isolation.md): a test starts from what live wider-scoped fixtures
 (module, class, package, session; unittest ``setUpClass`` / ``setUpModule``) compiled while
 they were set up, and from what was compiled outside any test (import, collection); never
 from what earlier tests compiled, nor from fixtures already torn down. :class:`Ledger` knows

@@ -98,7 +98,6 @@ class TestVerdict:
         """The test's outcome with its children's: their broken rules fail it (beside its own
         exception, never hiding it); what is only told goes beside the result."""
         fail, told = self.children_verdict()
-        self.children_failed = ""  # an earlier attempt's (reruns) is not this one's
         if fail and enforced:
             fail = "\n".join(filter(None, [fail, told and indented(told)]))
             self.children_failed = fail  # unittest reports its own error in place of the gate's

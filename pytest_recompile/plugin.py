@@ -18,7 +18,7 @@ from .names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PROCESS_MODES
 from .settings import (
     BARE_FLAG_HINT,
     SETTINGS_KEY,
-    TRACKER_KEY,
+    VERDICT_KEY,
     Settings,
     budget_option,
 )
@@ -174,7 +174,8 @@ def register_gate(config: pytest.Config, settings: Settings) -> None:
         raise pytest.UsageError(str(exc)) from None
     from .gate import Gate, QuietTrace
 
-    config.pluginmanager.register(Gate(settings), "recompile-gate")
+    gate = Gate(settings, worker=hasattr(config, "workerinput"))
+    config.pluginmanager.register(gate, "recompile-gate")
     config.pluginmanager.register(QuietTrace(), "recompile-quiet-trace")
     if not hasattr(config, "workerinput"):
         register_summary(config, settings)
@@ -193,9 +194,9 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
     ``kinds()``, ``installed_guards()``, ``scoped(n)`` (a budget for a block) and ``warm()``
     (a block in which any compile fails). In a gated test it is the gate's own tracker;
     otherwise it records (report-only) from the moment the fixture is set up."""
-    tracker = request.node.stash.get(TRACKER_KEY, None)
-    if tracker is not None and tracker.active:
-        yield tracker
+    verdict = request.node.stash.get(VERDICT_KEY, None)
+    if verdict is not None and verdict.tracker.active:
+        yield verdict.tracker
         return
     from ._torch import versions
     from .tracker import RecompileTracker
@@ -283,12 +284,13 @@ class MarkerScan:
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         uses = any("recompiles" in getattr(item, "fixturenames", ()) for item in items)
-        if self.gated(items) or uses:
+        if self.gated(items, uses) or uses:
             register_gate(config, self.settings)
 
-    def gated(self, items: list[pytest.Item]) -> bool:
-        """Whether some test is gated (its budget stashed on it, once)."""
-        if next(marked(items), None) is None and not self.settings.baseline_counts:
+    def gated(self, items: list[pytest.Item], uses: bool) -> bool:
+        """Whether some test is gated. Every test's budget is stashed on it (once) whenever the
+        gate may run, so that one a plugin removed a marker from since is not gated."""
+        if next(marked(items), None) is None and not (self.settings.baseline_counts or uses):
             return False
         from .budgets import assign_budgets
 

@@ -2,8 +2,9 @@
 
 :class:`Recorder` turns compile events (plain values, see :mod:`._torch.events`) into
 :class:`~pytest_recompile.verdict.FunctionRecord` values and answers questions about them. It
-imports no torch and drives nothing: :class:`~pytest_recompile.tracker.RecompileTracker` adds
-torch's instruments and the budget; a child process's recorder and the tests use it as it is.
+imports no torch and drives nothing: :class:`~pytest_recompile.tracker.RecompileTracker`, which
+the gate, the ``recompiles`` fixture and child processes use, adds torch's instruments and the
+budget to it.
 """
 
 from __future__ import annotations

@@ -7,8 +7,6 @@ import os
 from types import TracebackType
 from typing import TYPE_CHECKING, NamedTuple
 
-import pytest
-
 from .guards import GraphBreak, Reason, hint_for, label_for
 from .markers import Budget
 from .names import PREFIX
@@ -26,7 +24,9 @@ from .results import (
 )
 from .verdict import FunctionRecord, Recompile, Violation, rerecords
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the core (tracker, child processes) must not import pytest
+    import pytest
+
     from .isolation import Owner
 
 STOPPED = "stopped here, before compiling"

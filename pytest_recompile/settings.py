@@ -18,11 +18,9 @@ if TYPE_CHECKING:
     from .markers import Budget, Rule
     from .outcome import TestVerdict
     from .results import FixtureResult
-    from .tracker import RecompileTracker
 
 SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
 BUDGET_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
-TRACKER_KEY: pytest.StashKey[RecompileTracker] = pytest.StashKey()
 FIXTURES_KEY: pytest.StashKey[list[FixtureResult]] = pytest.StashKey()
 VERDICT_KEY: pytest.StashKey[TestVerdict] = pytest.StashKey()  # the gate's, per gated test
 

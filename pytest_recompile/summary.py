@@ -1,8 +1,9 @@
 """The session's results: collected from each test's reports (so under xdist too), written
 to the JSON report, the Markdown summary and the baseline, and printed as the terminal summary.
 
-Registered only where the session is controlled (xdist workers never write files), and only
-when the gate runs: importing this module imports no torch.
+Registered only where the session is controlled (xdist workers never write files): with the
+gate, or before collection where a marked test may turn it on (an xdist controller, a run that
+writes files). Importing this module imports no torch.
 """
 
 from __future__ import annotations
@@ -122,8 +123,9 @@ class Summary:
         self.interrupt = said or "KeyboardInterrupt"
 
     def pytest_report_header(self) -> list[str]:
-        header = [self.settings.header()] if self.settings.default is not None else []
-        return header + versions.untested_lines()
+        if self.settings.default is None:  # the gate may not run: nothing to say yet
+            return []
+        return [self.settings.header(), *versions.untested_lines()]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if type(report).__name__.lower() != "subtestreport":  # the test's own carry its figures

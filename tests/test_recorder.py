@@ -34,6 +34,15 @@ def test_importing_the_recorder_imports_no_torch() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_the_core_imports_no_pytest() -> None:
+    """A child process records with the tracker: it must not pay for importing pytest."""
+    code = (
+        "import sys, pytest_recompile.child, pytest_recompile.tracker\n"
+        "assert not {'pytest', '_pytest'} & set(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_records_compiles_and_recompiles_per_function() -> None:
     recorder = Recorder()
     record, recompile = recorder.add(event("0/0", recompile=False))

@@ -1,11 +1,13 @@
 """Which torch this is, and what it has: every version check and feature probe, decided once.
 
-The gate needs the compile hook's layout (:func:`check_torch`): torch missing, too old or
-without it is a usage error at start. Optional features (keeping single cache entries,
-fullgraph blocks, graph-break records, compile callbacks, compile metrics) are probed here; a
-torch without one degrades that feature, told in one summary line (:func:`degraded_lines`). A
-torch newer than the newest release the matrix ran is accepted, with one header line
-(:func:`untested_lines`): the probes, not the version, decide what works.
+The gate needs the compile hook's layout (:func:`check_torch`): torch missing or too old is a
+usage error at start (read from its metadata), and a torch without that layout stops the session
+as a usage error at the first gated test, before any test is judged. Optional features
+(keeping single cache entries, fullgraph blocks, graph-break records, compile callbacks,
+compile metrics) are probed here; a torch without one degrades that feature, told in one
+summary line (:func:`degraded_lines`). A torch newer than the newest release the matrix ran is
+accepted, with one header line (:func:`untested_lines`): the probes, not the version, decide
+what works.
 """
 
 from __future__ import annotations
