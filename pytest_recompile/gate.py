@@ -42,7 +42,6 @@ class Gate:
         self.worker = worker  # a pytest-xdist worker: it cannot stop the session itself
         self.ledger = Ledger()
         self.tracker: RecompileTracker | None = None  # the running test's (or its fixture's)
-        self.verdict: TestVerdict | None = None  # the running gated test's
         self.item: pytest.Item | None = None  # the test whose phases are running
         self.test_owner: Owner | None = None
         self.fixture_trackers: list[RecompileTracker] = []  # wider fixtures being set up
@@ -232,8 +231,9 @@ class Gate:
         finally:
             self.isolating_setup = False
             self._note_order(item)
-        if self.verdict is not None:
-            self.verdict.judge_now()
+        verdict = item.stash.get(VERDICT_KEY, None)
+        if verdict is not None:
+            verdict.judge_now()
         _fail(stopped, item)
 
     def begin_test(self, item: pytest.Item) -> None:
@@ -255,7 +255,7 @@ class Gate:
                 budget, mode=self.settings.mode, reset=False, warm_start=True, listen=False
             )
             self.tracker = tracker.start()
-            self.verdict = item.stash[VERDICT_KEY] = TestVerdict(tracker)
+            item.stash[VERDICT_KEY] = TestVerdict(tracker)
             if self.spool is not None:
                 self.test_token = self.spool.announce("test", item.nodeid, budget, tracker.mode)
         self.isolating_setup = isolated and self.keeps_entries
@@ -350,7 +350,6 @@ class Gate:
         self.test_owner = None
         self.item = None
         self.tracker = None
-        self.verdict = None
         if verdict is not None:
             self._contained(self._note_children, verdict)
         self.test_token = None

@@ -174,10 +174,10 @@ def register_gate(config: pytest.Config, settings: Settings) -> None:
         raise pytest.UsageError(str(exc)) from None
     from .gate import Gate, QuietTrace
 
-    gate = Gate(settings, worker=hasattr(config, "workerinput"))
-    config.pluginmanager.register(gate, "recompile-gate")
+    worker = hasattr(config, "workerinput")
+    config.pluginmanager.register(Gate(settings, worker=worker), "recompile-gate")
     config.pluginmanager.register(QuietTrace(), "recompile-quiet-trace")
-    if not hasattr(config, "workerinput"):
+    if not worker:
         register_summary(config, settings)
 
 
