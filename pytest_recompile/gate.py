@@ -24,7 +24,7 @@ import pytest
 from . import processes
 from ._torch import entries, events, hooks, instruments, versions
 from .budgets import assign_budgets
-from .isolation import Ledger, Owner
+from .isolation import Compiled, Ledger, Owner
 from .names import PREFIX
 from .outcome import TestVerdict, raised
 from .report import failure_message, fixture_result, junit_properties, summarize_test
@@ -82,7 +82,7 @@ class Gate:
         if gone and self.isolating_setup:
             # Torn down while a test is set up (a parametrized module fixture moving to its
             # next value): its entries go now, before this test's own phases start.
-            self._contained(self.ledger.isolate)
+            self._contained(functools.partial(self.ledger.isolate, self.ledger.using, begins=False))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -118,6 +118,10 @@ class Gate:
                 raise pytest.UsageError(str(exc)) from None
             pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)  # no test is judged
         self.keeps_entries = versions.can_keep_entries()
+        self.ledger.reuse = self.keeps_entries and bool(
+            self._contained(versions.can_reuse_compiles)
+        )
+        self.ledger.on_reuse = self.on_reuse
         self.degraded = self._contained(versions.degraded_lines) or []
         self._unhook = hooks.install_compile_hook(self.on_compile)
         self._contained(self.ledger.start)
@@ -144,15 +148,27 @@ class Gate:
 
     def on_compile(self, event: events.CompileEvent) -> None:
         """Every compile of the session: who owns it, and the tracker that records it."""
-        again = self.ledger.compiled_again(event.code)
+        again = self._contained(self.ledger.compiled_again, event)
         owner = self._contained(self.ledger.note, event) or self.ledger.current
+        tracker = self._tracker_of(owner)
+        if owner.kind == "fixture" and event.is_recompile and tracker is not None:
+            self._contained(self.ledger.note_against, owner, event)
+        if tracker is not None:
+            tracker.on_compile(event, again=again)
+
+    def on_reuse(self, owner: Owner, made: Compiled) -> None:
+        """An earlier test's first compile answered a call of this phase: recorded as its
+        compile, reused (inside torch's guard evaluation: contained, never raises)."""
+        tracker = self._tracker_of(owner)
+        if tracker is not None:
+            self._contained(tracker.on_reuse, made.event, made.seconds)
+
+    def _tracker_of(self, owner: Owner) -> RecompileTracker | None:
         if owner.kind == "fixture" and self.fixture_trackers:
-            if event.is_recompile:
-                self._contained(self.ledger.note_against, owner, event)
-            self.fixture_trackers[-1].on_compile(event, again=again)
-        elif owner is self.test_owner and self.tracker is not None and self.tracker.active:
-            against = self._contained(self._against, event)
-            self.tracker.on_compile(event, against=against, again=again)
+            return self.fixture_trackers[-1]
+        if owner is self.test_owner and self.tracker is not None and self.tracker.active:
+            return self.tracker
+        return None
 
     def _contained(self, action: Callable[..., Any], *args: Any) -> Any:
         """Run one of the plugin's own steps; an internal error is named once (on the running
@@ -165,21 +181,6 @@ class Gate:
                 f"{type(exc).__name__}: {exc}; the gate went on"
             )
             return None
-
-    def _against(self, event: events.CompileEvent) -> str | None:
-        if self.item is None:
-            return None
-        return self.ledger.against(event, used_fixtures(self.item))
-
-    def _note_order(self, item: pytest.Item) -> None:
-        """Read the order note while the test's fixtures live (the last test of a module
-        is reported after its module's fixtures are torn down)."""
-        verdict = item.stash.get(VERDICT_KEY, None)
-        if verdict is not None:
-            verdict.order_note = self._contained(self._order_note, item)
-
-    def _order_note(self, item: pytest.Item) -> str | None:
-        return self.ledger.order_note(used_fixtures(item))
 
     def _full_reset_if_pending(self) -> None:
         if self.reset_pending:
@@ -230,7 +231,6 @@ class Gate:
             stopped = exc
         finally:
             self.isolating_setup = False
-            self._note_order(item)
         verdict = item.stash.get(VERDICT_KEY, None)
         if verdict is not None:
             verdict.judge_now()
@@ -244,9 +244,10 @@ class Gate:
         isolated = not self.settings.keep_caches and (budget is not None or _uses_fixture(item))
         if isolated:
             if self.keeps_entries:
-                self._contained(self.ledger.isolate)
+                self._contained(self.ledger.isolate, frozenset(used_fixtures(item)))
             else:
                 self.reset_pending = True
+        self.ledger.reusing = isolated and self.keeps_entries
         self.item = item
         self.test_owner = Owner("test", item.nodeid)
         self.ledger.phase = [self.test_owner]
@@ -314,7 +315,6 @@ class Gate:
             failure = exc
         finally:
             _restore(item, state)
-            self._note_order(item)
         self._contained(self._note_children, verdict)
         own = verdict.outcome(failure, str(item.config.rootpath))
         enforced = self.settings.enforced
@@ -347,6 +347,7 @@ class Gate:
     def end_test(self, verdict: TestVerdict | None) -> None:
         """After a test's teardown: nobody owns compiles, its tracker stops."""
         self.ledger.phase = []
+        self.ledger.reusing = False
         self.test_owner = None
         self.item = None
         self.tracker = None
@@ -413,7 +414,6 @@ class Gate:
             isolation=self.isolation,
             stopped_at=verdict.stopped_at,
             refused=verdict.refused,
-            order_note=verdict.order_note,
             processes=verdict.children,
             divergence=verdict.divergence,
         )

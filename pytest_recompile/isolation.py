@@ -1,24 +1,36 @@
 """Which cache entries a test starts from: who compiled each entry, and dropping the rest.
 
-The contract (docs/isolation.md): a test starts from what live wider-scoped fixtures
-(module, class, package, session; unittest ``setUpClass`` / ``setUpModule``) compiled while
-they were set up, and from what was compiled outside any test (import, collection); never
-from what earlier tests compiled, nor from fixtures already torn down. :class:`Ledger` knows
-who compiled each cache entry (the phase that was running when torch compiled it) and, before
-a test, drops every entry that is not kept. The torch side of dropping lives in ``_torch.entries``.
+The contract (docs/isolation.md): a test starts from what the live wider-scoped fixtures it
+uses (module, class, package, session; unittest ``setUpClass`` / ``setUpModule``) compiled
+while they were set up, and from what was compiled outside any test (import, collection);
+never from what earlier tests compiled, nor from fixtures already torn down or that it does
+not use. :class:`Ledger` knows who compiled each cache entry (the phase that was running when
+torch compiled it) and, before a test, keeps only the entries the test would have alone.
+
+What it drops is not lost: an entry an earlier test's *first compile* made (its owner had no
+entry of that code) is *offered* to later tests. An offer answers a call only where the test
+alone would compile right then (it holds no entry of that code yet) and a fresh compile would
+make the very same entry: its guards pass, same backend, same config, same automatic-dynamic
+state. Taking it leaves torch as that compile would have (the entry answers the test's later
+calls, the automatic-dynamic state is what the compile left), and the test's record shows a
+compile, reused. The torch side lives in ``_torch.entries``.
 """
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Literal
 
-from ._torch import entries, events
+from ._torch import entries, events, hooks, instruments
 from .identity import IdentityMap, IdentitySet
 
 _PENDING = 64  # compiles kept per code object while they have made no entry (yet)
+_RECOMPILED = "a recompile's entry (a first call elsewhere compiles another)"
+NO_REUSE = "this torch cannot reuse an earlier test's compile (see the degraded: line)"
+_OFFERS = 8  # reusable entries kept per code object, newest first (each miss checks them)
 
 OwnerKind = Literal["outside", "fixture", "test", "dropped"]
 
@@ -40,7 +52,8 @@ class Owner:
     live: bool = True  # a fixture not yet torn down
     # torch's automatic-dynamic state, per code id, that a fixture's set-up changed
     state: dict[Any, Any] = field(default_factory=dict, repr=False)
-    # other fixtures whose entries this fixture's set-up recompiled against (live then)
+    # other fixtures whose entries this fixture's set-up recompiled against (live then): its
+    # recompiled entries are seen only by tests that use those fixtures too
     against: list[Owner] = field(default_factory=list, repr=False)
     _start: dict[Any, Any] = field(default_factory=dict, repr=False)  # its set-up's start
     _saved: dict[Any, Any] = field(default_factory=dict, repr=False)  # the phase's, set aside
@@ -58,24 +71,57 @@ class Owner:
         return self.name
 
 
+@dataclass(eq=False)
+class Compiled:
+    """One compile the ledger saw: who made it, and what another test needs to reuse it."""
+
+    event: events.CompileEvent
+    owner: Owner
+    first: bool  # no entry its owner saw answered the call: a first compile
+    before: dict[Any, Any]  # the code's automatic-dynamic state when the compile began
+    config: tuple[Any, ...]  # the config hashes then
+    after: dict[Any, Any] | None = None  # the state it left (None: not known yet)
+    seconds: float | None = None  # what it took, once read from torch's metrics
+
+    @property
+    def compile_id(self) -> str:
+        return self.event.compile_id
+
+
 @dataclass
 class Ledger:
-    """Cache entries and automatic-dynamic state by owner, and the drop before each
-    isolated test."""
+    """Cache entries and automatic-dynamic state by owner; before each isolated test, the
+    entries it would have alone kept, and earlier tests' first compiles offered."""
 
     outside: Owner = field(default_factory=lambda: Owner("outside", "outside any test"))
     phase: list[Owner] = field(default_factory=list)
     fixtures: list[Owner] = field(default_factory=list)  # live fixture owners, oldest first
-    # guard manager of a cache entry -> who compiled it
+    # guard manager of a cache entry -> who compiled it, and the compile
     owners: weakref.WeakKeyDictionary[Any, Owner] = field(default_factory=weakref.WeakKeyDictionary)
+    made: weakref.WeakKeyDictionary[Any, Compiled] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    # guard manager -> the other owners whose phase took a live fixture's entry as theirs
+    sharers: weakref.WeakKeyDictionary[Any, list[Owner]] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
     # Code objects by identity (equal code of a module imported twice is another object).
-    # compiles seen but not yet matched to their entries: code -> (compile id, owner)
-    pending: IdentityMap[CodeType, list[tuple[str, Owner]]] = field(default_factory=IdentityMap)
-    # entries to keep, held so they can be put back after a drop or a torch reset
+    # compiles seen but not yet matched to their entries
+    pending: IdentityMap[CodeType, list[Compiled]] = field(default_factory=IdentityMap)
+    # entries to keep or offer, held so they can be put back after a drop or a torch reset
     store: IdentityMap[CodeType, list[entries.KeptEntry]] = field(default_factory=IdentityMap)
     seen: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     dirty: IdentitySet[CodeType] = field(default_factory=IdentitySet)
-    dropped_codes: IdentitySet[CodeType] = field(default_factory=IdentitySet)
+    # code objects the running test holds an entry of (it would not compile them first)
+    held: IdentitySet[CodeType] = field(default_factory=IdentitySet)
+    # why a first compile of a code object repeats one an earlier test made: this test
+    # refused the offer (again), or the entries dropped could not be offered (unreusable)
+    again: IdentityMap[CodeType, str] = field(default_factory=IdentityMap)
+    unreusable: IdentityMap[CodeType, str] = field(default_factory=IdentityMap)
+    using: frozenset[str] | None = None  # the wider fixtures the running test uses (None: all)
+    reuse: bool = False  # offer earlier tests' first compiles (this torch can)
+    reusing: bool = False  # an isolated test's phases are running: offers may be taken
+    on_reuse: Callable[[Owner, Compiled], None] | None = None  # told of each offer taken
     baseline_state: dict[Any, Any] = field(default_factory=dict)  # at the first test
     installed_state: Any = None  # the state object isolation last gave torch
     state_dirty: bool = False  # a fixture whose state counted was torn down
@@ -105,7 +151,7 @@ class Ledger:
             self.seen.add(code)
             # Entries made before the gate listened were made outside any test.
             for entry in entries.entries(code):
-                self._own(code, entry, self.outside)
+                self._own(code, entry, self.outside, None)
 
     # -- compiles ---------------------------------------------------------------------------
 
@@ -114,19 +160,56 @@ class Ledger:
         code = event.code
         self._first_seen(code)
         owner = self.current
-        self.pending.setdefault(code, []).append((event.compile_id, owner))
+        compiles = self.pending.setdefault(code, [])
+        if self.reuse:
+            state = entries.state_of(code)
+            for earlier in compiles:  # they ended before this one began
+                if earlier.after is None:
+                    earlier.after = state
+            made = Compiled(
+                event, owner, not event.is_recompile, state, entries.config_fingerprint()
+            )
+        else:
+            made = Compiled(event, owner, not event.is_recompile, {}, ())
+        compiles.append(made)
+        self.held.add(code)
         if not owner.kept:
             self.dirty.add(code)
         return owner
 
-    def compiled_again(self, code: CodeType) -> bool:
-        """Whether entries of ``code`` were dropped for an earlier test (isolation cost)."""
-        return code in self.dropped_codes
+    def compiled_again(self, event: events.CompileEvent) -> str | None:
+        """Why this compile repeats one an earlier test made (isolation's cost), if it does:
+        a first compile of code whose entries were dropped, not reused."""
+        if event.is_recompile:
+            return None
+        code = event.code
+        return self.again.get(code) or entries.refusal(code) or self.unreusable.get(code)
 
-    def _own(self, code: CodeType, entry: entries.KeptEntry, owner: Owner) -> None:
+    def _own(
+        self, code: CodeType, entry: entries.KeptEntry, owner: Owner, made: Compiled | None
+    ) -> None:
         self.owners[entry.guard_manager] = owner
-        if owner.kept:
+        if made is not None:
+            self.made[entry.guard_manager] = made
+        if owner.kept or self._reusable(entry) is None:
             self.store.setdefault(code, []).append(entry)
+
+    def _reusable(self, entry: entries.KeptEntry) -> str | None:
+        """None if a later test may reuse the entry; else why not."""
+        made = self.made.get(entry.guard_manager)
+        if not self.reuse:
+            return NO_REUSE
+        if made is None or not made.first:
+            return _RECOMPILED
+        if made.after is None:
+            return "its compile's automatic-dynamic state is unknown"
+        if entries.breaks_graph(entry):
+            return "a graph break (its breaks are counted when it compiles)"
+        if made.event.marks is None:
+            return "its inputs could not be read"
+        if made.event.filtered:
+            return "compiled under a guard_filter_fn"
+        return None
 
     def resolve(self) -> None:
         """Match the compiles seen so far to the entries they made.
@@ -135,26 +218,86 @@ class Ledger:
         no entry stays pending; the newest compile of an id wins, since torch restarts
         compile ids after a reset.
         """
+        seconds: dict[events.CompileKey, float] | None = None
         for code, compiles in list(self.pending.items()):
             matched = set()
             for entry in entries.entries(code):
                 if entry.guard_manager in self.owners:
                     continue
                 cid = str(entry.compile_id)
-                found = [owner for c, owner in compiles if c == cid]
-                self._own(code, entry, found[-1] if found else self.outside)
+                found = [c for c in compiles if c.compile_id == cid]
+                made = found[-1] if found else None
+                if made is not None and self.reuse:
+                    if made.after is None:
+                        made.after = entries.state_of(code)  # no compile of it came since
+                    if seconds is None:
+                        seconds = instruments.seconds_by_compile(newest=True)
+                    made.seconds = seconds.get(events.compile_key(code, cid))
+                self._own(code, entry, made.owner if made else self.outside, made)
                 matched.add(cid)
-            left = [(c, owner) for c, owner in compiles if c not in matched][-_PENDING:]
+            left = [c for c in compiles if c.compile_id not in matched][-_PENDING:]
             if left:
                 self.pending[code] = left
             else:
                 del self.pending[code]
 
-    def owners_of(self, code: CodeType) -> dict[str, Owner]:
-        """Compile id -> owner of each entry on ``code`` (kept ones included)."""
-        self.resolve()
-        found = [*entries.entries(code), *entries.kept_entries(code)]
-        return {str(e.compile_id): self.owners.get(e.guard_manager, self.outside) for e in found}
+    # -- reuse ------------------------------------------------------------------------------
+
+    def take(self, offer: entries.Offer, f_locals: Any) -> bool:
+        """An offered entry's guards and backend passed on a call: answer it with that entry
+        if the test alone would compile right now and would make the very same one.
+
+        Runs inside torch's guard evaluation: an internal error is named once and the call
+        compiles, as it would alone.
+        """
+        try:
+            return self._take(offer, f_locals)
+        except Exception as exc:
+            self.fault(
+                f"reusing an earlier test's entry failed ({type(exc).__name__}: {exc}); "
+                "the call compiled instead"
+            )
+            return False
+
+    def _take(self, offer: entries.Offer, f_locals: Any) -> bool:
+        entry = offer.entry
+        made = self.made.get(entry.guard_manager)
+        if made is None or not self.reusing or made.event.code in self.held:
+            return False
+        if hooks.listeners() > 1 or not instruments.default_stance():
+            # Alone this call compiles, which a warm() block or a stance refuses, and which
+            # a user's own tracker (scoped(), RecompileTracker) records: let it compile.
+            self.again[made.event.code] = "a warm() block, a stance or the test's own tracker"
+            return False
+        code = made.event.code
+        why = None
+        if not entries.same_config(made.config, entries.config_fingerprint()):
+            why = "another config (torch._dynamo / inductor config patched)"
+        elif entries.state_of(code) != made.before:
+            why = "other automatic-dynamic state (shapes seen earlier differ)"
+        elif entries.other_closure(code, f_locals, made.before, made.after or {}):
+            why = "automatic-dynamic state of another closure"
+        elif entries.input_marks(f_locals) != made.event.marks:
+            why = "other marks or module hooks on the inputs (mark_dynamic, forward hooks, ...)"
+        elif not entries.entry_alive(entry):
+            why = "an object its guards match by identity died"
+        if why is not None:
+            self.again[code] = why
+            return False
+        entries.set_state_of(code, made.after or {})
+        self.again.pop(code, None)  # the offers refused before this one say nothing now
+        entries.forget_refusals(code)
+        owner = self.current
+        if not self.owners.get(entry.guard_manager, self.outside).kept:
+            self.owners[entry.guard_manager] = owner
+        else:  # a live fixture's entry stays its own, and is this phase's too
+            self.sharers.setdefault(entry.guard_manager, []).append(owner)
+        self.held.add(code)
+        if not owner.kept:
+            self.dirty.add(code)
+        if self.on_reuse is not None:
+            self.on_reuse(owner, made)
+        return True
 
     # -- phases -----------------------------------------------------------------------------
 
@@ -176,6 +319,8 @@ class Ledger:
         if owner.kind == "fixture" and owner.live:
             owner.state = entries.changed_code_state(owner._start, entries.code_state())
             self.fixtures.append(owner)
+            if self.using is not None:  # set up for the running test: it uses it
+                self.using = self.using | {owner.name}
             # The running phase goes on with its own state, and what the set-up learned.
             entries.install_code_state(entries.merged_code_state(owner._saved, owner.state))
             owner._start, owner._saved = {}, {}
@@ -212,63 +357,67 @@ class Ledger:
             self.fixture_gone(owner)
         return dropped is not None, owner is not None
 
-    def rejected_by(self, event: events.CompileEvent) -> list[Owner]:
-        """The live fixtures whose cache entries rejected this call."""
-        owners = self.owners_of(event.code)
-        found = (owners.get(reason.partition(":")[0]) for reason in event.reasons)
-        return list({id(o): o for o in found if o is not None and o.kind == "fixture"}.values())
-
     def note_against(self, owner: Owner, event: events.CompileEvent) -> None:
-        """A wider fixture's set-up recompiled against another fixture's entries: what it
-        keeps then depends on that fixture being live (the order-dependent edge)."""
-        for other in self.rejected_by(event):
-            if other is not owner and other not in owner.against:
+        """A wider fixture's set-up recompiled against another fixture's entries: its
+        recompiled entries are seen only by tests that use that fixture too."""
+        self.resolve()
+        found = [*entries.entries(event.code), *entries.kept_entries(event.code)]
+        by_id = {str(e.compile_id): e for e in found}
+        for reason in event.reasons:
+            entry = by_id.get(reason.partition(":")[0])
+            if entry is None or owner in self.sharers.get(entry.guard_manager, ()):
+                continue
+            other = self.owners.get(entry.guard_manager, self.outside)
+            if other.kind == "fixture" and other is not owner and other not in owner.against:
                 owner.against.append(other)
 
-    def against(self, event: events.CompileEvent, used: set[str]) -> str | None:
-        """Name the live fixtures whose entries rejected the call, if the test does not use
-        them (``used``): the one case where a verdict depends on which tests ran before."""
-        if not event.is_recompile:
-            return None
-        strangers = [o.describe() for o in self.rejected_by(event) if o.name not in used]
-        if not strangers:
-            return None
-        return f"against entries made by {', '.join(strangers)}, which this test does not use"
+    def _uses(self, owner: Owner) -> bool:
+        """Whether the running test sees what ``owner`` compiled (while set up)."""
+        if owner.kind == "outside" or owner is self.current:
+            return True
+        if owner.kind != "fixture" or not owner.live:
+            return False
+        return self.using is None or owner.name in self.using
 
-    def order_note(self, used: set[str]) -> str | None:
-        """The other direction of the edge: a fixture this test uses was set up as a
-        recompile against a live fixture the test does not use, so what the test starts
-        from (and may count) differs from a run of the test alone."""
-        notes = [
-            f"{fixture.describe()} was set up against entries of {other.describe()}"
-            for fixture in self.fixtures
-            if fixture.name in used
-            for other in fixture.against
-            if other.name not in used
-        ]
-        if not notes:
-            return None
-        return f"{'; '.join(notes)}, which this test does not use: alone, it may count otherwise"
+    def _visible(self, entry: entries.KeptEntry) -> bool:
+        owner = self.owners.get(entry.guard_manager)
+        if owner is None:
+            return False
+        if any(self._uses(o) for o in self.sharers.get(entry.guard_manager, ())):
+            return True
+        if not self._uses(owner):
+            return False
+        made = self.made.get(entry.guard_manager)
+        return made is None or made.first or all(self._uses(o) for o in owner.against)
 
     def start_state(self) -> dict[Any, Any]:
         """The automatic-dynamic state a test starts from: import time's, then each live
-        wider fixture's set-up's, in the order they were set up."""
-        return entries.merged_code_state(self.baseline_state, *(f.state for f in self.fixtures))
+        wider fixture's set-up's that it uses, in the order they were set up."""
+        used = (f.state for f in self.fixtures if self._uses(f))
+        return entries.merged_code_state(self.baseline_state, *used)
 
     # -- isolation --------------------------------------------------------------------------
 
-    def isolate(self) -> int:
-        """Drop every entry that is not kept; return how many code objects were changed."""
+    def isolate(self, using: frozenset[str] | None = None, *, begins: bool = True) -> int:
+        """Before a test that uses the wider fixtures named ``using`` (None: all live ones):
+        keep what it would see alone, offer what earlier tests' first compiles made, drop the
+        rest; return how many code objects were changed. ``begins=False``: again, in the
+        middle of the test's set-up (a wider fixture torn down): what the test compiled or
+        took so far stays its own."""
         self.start()
         self.resolve()
         changed = 0
+        restore = bool(self.dirty) or self.state_dirty or using != self.using
         codes = {id(code): code for code in [*self.dirty, *self.store]}.values()
-        restore = bool(self.dirty) or self.state_dirty
+        self.using = using
         self.dirty = IdentitySet()
         self.state_dirty = False
+        if begins:
+            self.held = IdentitySet()
+            self.again = IdentityMap()
         for code in codes:
             try:
-                changed += self._keep_only_kept(code)
+                changed += self._arrange(code)
             except Exception as exc:  # contained: this code object starts empty instead
                 changed += 1
                 self._fault(code, exc)
@@ -277,30 +426,54 @@ class Ledger:
             self.installed_state = entries.install_code_state(self.start_state())
         return changed
 
-    def _keep_only_kept(self, code: CodeType) -> int:
+    def _arrange(self, code: CodeType) -> int:
         if code in self.faulted:  # keeping failed once: each test starts it empty
             entries.drop_all(code)
             return 1
-        keep = [
+        alive = [
             e
             for e in self.store.get(code, ())
-            if (owner := self.owners.get(e.guard_manager)) is not None
-            and owner.kept
-            and entries.entry_alive(e)
+            if e.guard_manager in self.owners and entries.entry_alive(e)
         ]
-        if keep:
-            self.store[code] = keep
+        keep = [e for e in alive if self._visible(e)]
+        shown = {id(e) for e in keep}
+        reusable = [e for e in alive if id(e) not in shown and self._reusable(e) is None]
+        offer = reusable[-_OFFERS:][::-1]  # newest first
+        offered = {id(e) for e in offer}
+        stored = [e for e in alive if id(e) in shown or id(e) in offered or self._kept_owner(e)]
+        if stored:
+            self.store[code] = stored
         else:
             self.store.pop(code, None)
+        if keep:
+            self.held.add(code)
         live = entries.entries(code)
-        now = [*live, *entries.kept_entries(code)]
-        same = {id(e.guard_manager) for e in now} == {id(e.guard_manager) for e in keep}
+        kept, offers = entries.installed(code)
+        same = _ids([*live, *kept]) == _ids(keep) and _ids(list(offers)) == _ids(offer)
         if same and entries.cache_entries(code) == len(live):  # and no entry torch invalidated
+            entries.renew_offers(code)
             return 0
-        if len(now) > len(keep):
-            self.dropped_codes.add(code)
+        wanted = _ids([*keep, *offer])
+        why = self._why_not(
+            [e for e in [*live, *kept, *offers] if id(e.guard_manager) not in wanted]
+        )
+        if why is not None:
+            self.unreusable[code] = why
         entries.keep_only(code, keep)
+        entries.offer(code, [entries.Offer(e, self.take) for e in offer])
         return 1
+
+    def _kept_owner(self, entry: entries.KeptEntry) -> bool:
+        owner = self.owners.get(entry.guard_manager)
+        sharers = self.sharers.get(entry.guard_manager, ())
+        return any(o.kept for o in (owner, *sharers) if o is not None)
+
+    def _why_not(self, dropped: list[entries.KeptEntry]) -> str | None:
+        for entry in dropped:
+            why = self._reusable(entry)
+            if why is not None and why != _RECOMPILED:
+                return why
+        return None
 
     def _fault(self, code: CodeType, exc: Exception) -> None:
         """Keeping entries failed: drop every entry of ``code`` (a full reset of that code
@@ -327,3 +500,7 @@ class Ledger:
         """The faults contained since the last call (each told once)."""
         found, self.faults = self.faults, []
         return found
+
+
+def _ids(found: list[entries.KeptEntry]) -> set[int]:
+    return {id(e.guard_manager) for e in found}

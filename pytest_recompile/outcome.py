@@ -45,7 +45,6 @@ class TestVerdict:
     elsewhere: frozenset[str] = frozenset()  # functions compiled in child processes
     children_failed: str = ""  # the children's broken rules this attempt failed with
     children: list[ProcessResult] | None = None  # the records its child processes left
-    order_note: str | None = None  # read while its fixtures live
     divergence: str | None = None  # how its ranks compiled differently, in words
 
     def violations(self) -> list[Violation]:

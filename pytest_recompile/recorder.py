@@ -50,7 +50,7 @@ class Recorder:
         self._keys: dict[int, CompileKey] = {}  # id(Recompile) -> its compile
 
     def add(
-        self, event: CompileEvent, *, against: str | None = None, again: bool = False
+        self, event: CompileEvent, *, again: str | None = None
     ) -> tuple[FunctionRecord, Recompile | None]:
         """Record one compile: its function's record, and the recompile it is, if one.
 
@@ -61,6 +61,8 @@ class Recorder:
         self._owner[key] = record
         if again:
             self._again.add(key)
+            if again not in record.again_reasons:
+                record.again_reasons.append(again)
         recompile = None
         if event.limit is not None:
             record.limit = event.limit
@@ -72,7 +74,6 @@ class Recorder:
                 compile_id=event.compile_id,
                 reasons=event_reasons(event),
                 resume=event.code.co_name.startswith(RESUME_PREFIX),
-                against=against,
             )
             record.recompiles.append(recompile)
             self._keys[id(recompile)] = key
@@ -80,6 +81,17 @@ class Recorder:
             record.compiles += 1
         self._compiled.add((event.code, event.function))
         return record, recompile
+
+    def reuse(self, event: CompileEvent, seconds: float | None) -> FunctionRecord:
+        """Record a first compile answered by the entry an earlier test's same compile made
+        (``event`` is that compile's; ``seconds``, what it took): a compile, reused."""
+        record = self._record_for(event)
+        self._owner[compile_key(event.code, event.compile_id)] = record
+        record.compiles += 1
+        record.reused += 1
+        record.saved_seconds += seconds or 0.0
+        self._compiled.add((event.code, event.function))
+        return record
 
     @staticmethod
     def let_through(record: FunctionRecord, recompile: Recompile | None) -> None:

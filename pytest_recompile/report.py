@@ -155,8 +155,6 @@ def recompile_line(index: int, recompile: Recompile) -> list[str]:
         lines.append(
             f"      also rejected by {older.entry or '?'} {older.label}: {older.text}{more}"
         )
-    if recompile.against:
-        lines.append(f"      {recompile.against}")
     return lines
 
 
@@ -249,7 +247,6 @@ def summarize_test(
     isolation: str = "entries",
     stopped_at: Site | None = None,
     refused: str | None = None,
-    order_note: str | None = None,
     processes: list[ProcessResult] | None = None,
     divergence: str | None = None,
 ) -> TestSummary:
@@ -268,6 +265,8 @@ def summarize_test(
         "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
         "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
         "again_seconds": round(sum(r.again_seconds for r in records), 6),
+        "reused": sum(r.reused for r in records),
+        "saved_seconds": round(sum(r.saved_seconds for r in records), 6),
         "isolation": isolation,
         "violations": _violations(violations, refused, children, divergence, same),
         "limit_hit": [r.qualname for r in records if r.limit]
@@ -283,7 +282,7 @@ def summarize_test(
         "cudagraph_recordings": len(cudagraph_recordings or []),
         "cudagraph_rerecords": rerecords(cudagraph_recordings or []),
         "stopped_at": stopped_at.to_dict() if stopped_at is not None else None,
-        "order_note": order_note,
+        "order_note": None,  # kept for readers of version 5: a test sees what it would alone
         "processes": children,
         "divergence": divergence,
     }
@@ -321,6 +320,26 @@ RESET_FALLBACK = (
     "this torch cannot keep single cache entries, so compile caches were reset before each "
     "test's own phases: wider fixtures' warm-ups were not kept"
 )
+
+
+def isolation_lines(tests: list[TestSummary]) -> list[str]:
+    """What isolation saved (first compiles reused) and what it still cost, and why."""
+    lines = []
+    reused = sum(data["reused"] for data in tests)
+    if reused:
+        saved = sum(data["saved_seconds"] for data in tests)
+        lines.append(
+            f"isolation: {plural(reused, 'first compile')} reused from earlier tests "
+            f"({seconds_text(saved)} of compiling not spent again)"
+        )
+    again = sum(data["again_seconds"] for data in tests)
+    if again >= 0.005:
+        why = sorted({w for data in tests for f in data["functions"] for w in f["again_reasons"]})
+        lines.append(
+            f"isolation: {seconds_text(again)} compiling again what earlier tests had "
+            f"compiled ({'; '.join(why) or 'not reusable'}); {ISOLATION_HINT}"
+        )
+    return lines
 
 
 def fixture_line(fixture: FixtureResult) -> str:
@@ -379,35 +398,12 @@ def summary_lines(
         )
     recompiled = [f for f in fixtures or () if f["recompiles"]]
     lines += sorted(fixture_line(f) for f in recompiled)
-    lines += order_lines(results)
     lines += process_lines(results)
     lines.append(totals_line([data for _, data in results], enforced=enforced))
-    again = sum(data["again_seconds"] for _, data in results)
-    if again >= 0.005:
-        lines.append(
-            f"isolation: {seconds_text(again)} compiling again what earlier tests had "
-            f"compiled; {ISOLATION_HINT}"
-        )
+    lines += isolation_lines([data for _, data in results])
     if any(data["isolation"] == "reset" for _, data in results):
         lines.append(f"isolation: {RESET_FALLBACK}")
     return lines
-
-
-ORDER = "order:"
-
-
-def order_lines(results: list[tuple[str, TestSummary]]) -> list[str]:
-    """One line per distinct order note (the one order-dependent edge), with its tests."""
-    by_note: dict[str, list[str]] = {}
-    for nodeid, data in results:
-        note = data.get("order_note")
-        if note:
-            by_note.setdefault(note, []).append(nodeid)
-    return [
-        f"{ORDER} {', '.join(nodeids[:3])}{f' and {len(nodeids) - 3} more' if nodeids[3:] else ''}"
-        f": {note}"
-        for note, nodeids in sorted(by_note.items())
-    ]
 
 
 def process_lines(results: list[tuple[str, TestSummary]]) -> list[str]:
@@ -454,7 +450,7 @@ def totals_line(results: list[TestSummary], *, enforced: bool = True) -> str:
 
 
 REPORT_SCHEMA = "pytest-recompile/report"
-REPORT_VERSION = 5
+REPORT_VERSION = 6
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
 
 
@@ -490,6 +486,8 @@ def report_document(
             "recompile_seconds": round(sum(t["recompile_seconds"] for t in tests), 6),
             "compile_seconds": round(sum(t["compile_seconds"] for t in tests), 6),
             "again_seconds": round(sum(t["again_seconds"] for t in tests), 6),
+            "reused": sum(t["reused"] for t in tests),
+            "saved_seconds": round(sum(t["saved_seconds"] for t in tests), 6),
             "graph_breaks": sum(len(t["graph_breaks"]) for t in tests),
             "cudagraph_rerecords": sum(t["cudagraph_rerecords"] for t in tests),
         },

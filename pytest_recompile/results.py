@@ -76,6 +76,9 @@ class FunctionResult(TypedDict):
     cache_entries: int
     compile_seconds: float
     again_seconds: float
+    again_reasons: list[str]  # why the compiles behind again_seconds were not reused
+    reused: int  # first compiles an earlier test's same compile answered
+    saved_seconds: float  # what those took when they ran
     recompile_seconds: float
     recompile_limit: str | None
     guards: list[GuardResult] | None
@@ -141,6 +144,8 @@ class TestSummary(TypedDict):
     recompile_seconds: float
     compile_seconds: float
     again_seconds: float  # compiling again what isolation dropped for earlier tests
+    reused: int  # first compiles answered by an earlier test's same compile
+    saved_seconds: float
     isolation: str  # "entries" (kept what live wider fixtures compiled), "reset", "off"
     violations: list[ViolationResult]
     limit_hit: list[str]
@@ -151,7 +156,7 @@ class TestSummary(TypedDict):
     cudagraph_recordings: int
     cudagraph_rerecords: int
     stopped_at: SiteResult | None  # the call fail-fast stopped
-    order_note: str | None  # live fixtures the test does not use that changed its start
+    order_note: None  # always null since version 6 (a test sees only the fixtures it uses)
     processes: list[ProcessResult]  # one entry per child process that compiled for the test
     divergence: str | None  # ranks that compiled a shared function differently
 
@@ -208,6 +213,8 @@ class ReportTotals(TypedDict):
     recompile_seconds: float
     compile_seconds: float
     again_seconds: float
+    reused: int
+    saved_seconds: float
     graph_breaks: int
     cudagraph_rerecords: int
 

@@ -182,18 +182,15 @@ class RecompileTracker(Recorder):
 
     # -- events -------------------------------------------------------------------------------
 
-    def on_compile(
-        self, event: events.CompileEvent, *, against: str | None = None, again: bool = False
-    ) -> None:
+    def on_compile(self, event: events.CompileEvent, *, again: str | None = None) -> None:
         """Record one compile; in fail-fast mode, raise if it breaks the budget.
 
-        ``against`` says whose cache entries rejected the call where that matters to the
-        reader; ``again`` marks a compile of code whose entries isolation dropped earlier.
+        ``again`` says why this compile repeats one an earlier test made (isolation's cost).
         """
         with self._lock:
             self.rearm()
             self._observe()
-            record, recompile = self.add(event, against=against, again=again)
+            record, recompile = self.add(event, again=again)
             violations: list[Violation] = []
             if self.mode == "fail-fast" and (
                 recompile is not None or event.limit is not None or self._forbids
@@ -212,6 +209,11 @@ class RecompileTracker(Recorder):
                 recompile.stopped = True
             self._refresh()
         raise RecompileBudgetExceeded(self.records, violations, stopped=True)
+
+    def on_reuse(self, event: events.CompileEvent, seconds: float | None) -> None:
+        """Record a first compile that an earlier test's entry answered (no compile ran)."""
+        with self._lock:
+            self.reuse(event, seconds)
 
     def rearm(self) -> None:
         """Register again the compile callbacks a ``torch._dynamo.reset()`` dropped."""
@@ -233,7 +235,7 @@ class RecompileTracker(Recorder):
         """Note cache entries and graph breaks now, before a torch._dynamo.reset() (which
         torch's Dynamo TestCase calls in tearDown) can clear them."""
         with self._lock:
-            self.note_entries(entries.cache_entries)
+            self.note_entries(entries.answering_entries)
             if self._paused is not None:
                 return
             count = instruments.graph_break_count()
@@ -274,7 +276,7 @@ class RecompileTracker(Recorder):
     def records(self) -> list[FunctionRecord]:
         """Per-function records, in the order the functions were first compiled."""
         if self.active:
-            self.note_entries(entries.cache_entries)
+            self.note_entries(entries.answering_entries)
         return list(self._records.values())
 
     def installed_guards(self, *, framework: bool = False) -> dict[str, list[InstalledGuard]]:

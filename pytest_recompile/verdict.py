@@ -20,7 +20,6 @@ class Recompile:
     resume: bool = False  # a graph-break resume frame of the function recompiled
     stopped: bool = False  # refused by the gate: the compile never ran
     seconds: float | None = None
-    against: str | None = None  # whose entries rejected the call, when the test does not use them
 
     def to_dict(self) -> RecompileResult:
         return {
@@ -29,7 +28,7 @@ class Recompile:
             "resume": self.resume,
             "stopped": self.stopped,
             "seconds": self.seconds,
-            "against": self.against,
+            "against": None,  # kept for readers of version 5: no entry a test does not use
         }
 
 
@@ -46,6 +45,9 @@ class FunctionRecord:
     cache_entries: int = 0
     compile_seconds: float = 0.0
     again_seconds: float = 0.0  # compiling again what isolation dropped for an earlier test
+    again_reasons: list[str] = field(default_factory=list)  # why those were not reused
+    reused: int = 0  # first compiles answered by an earlier test's same compile
+    saved_seconds: float = 0.0  # what those compiles took when they ran
     limit: str | None = None  # "recompile_limit (8)" once torch gave up and ran it eagerly
     limit_hits: int = 0
     guards: list[InstalledGuard] | None = None  # installed guards, once inventoried
@@ -69,6 +71,9 @@ class FunctionRecord:
             "cache_entries": self.cache_entries,
             "compile_seconds": round(self.compile_seconds, 6),
             "again_seconds": round(self.again_seconds, 6),
+            "again_reasons": list(self.again_reasons),
+            "reused": self.reused,
+            "saved_seconds": round(self.saved_seconds, 6),
             "recompile_seconds": round(self.recompile_seconds, 6),
             "recompile_limit": self.limit,
             "guards": [g.to_dict() for g in self.guards] if self.guards is not None else None,

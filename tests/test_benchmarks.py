@@ -27,6 +27,8 @@ def test_benchmark_quick_mode_runs() -> None:
         "memory",
         "warmed in a module fixture",
         "first called inside the tests",
+        "built and compiled in each test",
+        "module-level, each test at one of 3 batch sizes",
         "child processes that compile",
         "child processes that do nothing",
     ]

@@ -1,13 +1,14 @@
 """A differential self-check of the isolation contract on a realistic suite.
 
 The plugin promises that each test's recompile count in a full run, in any order, is what
-the same test gets alone in a fresh process. ``differential_suite/`` is one pytest suite in
+the same test gets alone in a fresh process, and reuses earlier tests' first compiles only
+where that holds. ``differential_suite/`` is one pytest suite in
 the structures ML teams use (wider fixtures that warm, automatic-dynamic shapes, opted-out
 tests, compiled optimizers, dying modules, resets, other backends, unittest and torch's own
 Dynamo TestCase, parametrization, marker budgets, partials and callable objects). This test
-runs it whole with the plugin, forward and reversed, reads each test's count from the JSON
-report, runs every gated test alone in a fresh process with the plugin off and counts torch's
-own recompiles there (``differential_suite/count_alone.py``), and compares the three.
+runs it whole with the plugin, forward, reversed and under ``-n 2``, reads each test's count
+from the JSON report, runs every gated test alone in a fresh process with the plugin off and
+counts torch's own recompiles there (``differential_suite/count_alone.py``), and compares.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ SUITE = Path(__file__).parent / "differential_suite"
 # dominate); never more than two processes at once.
 WORKERS = 2
 # The suite must not shrink unnoticed (a module that stops collecting, a renamed test).
-MIN_SCENARIOS = 44
+MIN_SCENARIOS = 88
 
 # torch compiles every compiled partial, callable object and nn.Module through one code object
 # (external_utils.wrap_inline). Modules are told apart by identity; a partial or callable
@@ -43,20 +44,12 @@ SHARED_WRAPPER = (
     " (README, What is counted)"
 )
 # Tests where the plugin departs from torch's own count by a documented rule, by test name
-# (a node id's last part). Such a test must still run, pass and be reported in both orders;
+# (a node id's last part). Such a test must still run, pass and be reported in every run;
 # only its count may differ.
-EDGE = "test_warm_b_only_calls_9x2"
 RULES = {
     "test_partials_of_two_functions": SHARED_WRAPPER,
     "test_callable_objects_of_two_classes": SHARED_WRAPPER,
-    EDGE: (
-        "live unused fixture: in forward order warm_a is live, so warm_b's set-up compiles"
-        " against warm_a's entry and keeps a dynamic one; the one order-dependent edge"
-        " (README, Isolation), which the plugin must name"
-    ),
 }
-# Rules under which each run that departs from the alone count must say so (order_note).
-NAMED = {EDGE}
 # A torch that cannot keep single cache entries (before 2.9) starts each gated test from a full
 # reset, so warm-ups are not kept: every count may differ from alone, and the report says so.
 RESET = f"reset fallback (report: isolation 'reset'): {RESET_FALLBACK}"
@@ -98,7 +91,9 @@ def _tail(proc: subprocess.CompletedProcess[str], lines: int = 40) -> str:
 class FullRun:
     """The whole suite in one process with the plugin on (report-only), in one order."""
 
-    def __init__(self, root: Path, name: str, order: list[str]) -> None:
+    def __init__(
+        self, root: Path, name: str, order: list[str], items: list[dict[str, Any]] | None = None
+    ) -> None:
         self.name = name
         report, record = root / f"{name}.json", root / f"{name}-record.json"
         self.proc = _pytest(
@@ -127,8 +122,10 @@ class FullRun:
         if not document["complete"]:
             self.problems.append(f"{name} run: report incomplete: {document['incomplete']}")
         self.tests: dict[str, dict[str, Any]] = {t["nodeid"]: t for t in document["tests"]}
+        self.reused: int = document["summary"]["reused"]
         recorded = json.loads(record.read_text())
-        self.items: list[dict[str, Any]] = recorded["items"]
+        # Under xdist the controller collects nothing: the forward run's items name the tests.
+        self.items: list[dict[str, Any]] = items if items is not None else recorded["items"]
         self.outcomes: dict[str, str] = recorded["outcomes"]
         self.messages: dict[str, str] = recorded["messages"]
 
@@ -163,7 +160,7 @@ class AloneRun:
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:
-    header = ("test", "forward", "reversed", "alone", "rule")
+    header = ("test", "forward", "reversed", "-n 2", "alone", "rule")
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     widths[-1] = len(header[-1])  # the rule text is long: not padded
     lines = [
@@ -192,46 +189,41 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
         alone_futures: list[Future[AloneRun]] = [
             pool.submit(AloneRun, root, index, item["nodeid"]) for index, item in enumerate(gated)
         ]
+        xdist_future = pool.submit(FullRun, root, "-n 2", ["-n", "2"], forward.items)
         reverse = reversed_future.result()
         alone = {future.result().nodeid: future.result() for future in alone_futures}
+        xdist = xdist_future.result()
 
     names = [item["name"] for item in forward.items]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     assert not duplicates, f"scenario names must be distinct: {duplicates}"
     assert len(gated) >= MIN_SCENARIOS, f"only {len(gated)} gated scenarios collected"
     assert {i["nodeid"] for i in reverse.items} == {i["nodeid"] for i in forward.items}
+    assert set(xdist.tests) == set(forward.tests), "the -n 2 run reported other tests"
     stale = sorted(set(RULES) - set(names))
     assert not stale, f"RULES name tests the suite does not have: {stale}"
 
-    runs = (forward, reverse)
+    runs = (forward, reverse, xdist)
     agree, ruled, mismatches = 0, [], []
     errors: dict[str, list[str]] = {}  # "run: phase: message" -> the tests it names
     for item in gated:
         nodeid, name = item["nodeid"], item["name"]
-        cells = (forward.cell(nodeid), reverse.cell(nodeid), alone[nodeid].cell())
+        cells = (*(run.cell(nodeid) for run in runs), alone[nodeid].cell())
         ran_clean = alone[nodeid].outcome == "passed" and all(
-            run.outcomes.get(nodeid) == "passed" and nodeid in run.tests
-            for run in (forward, reverse)
+            run.outcomes.get(nodeid) == "passed" and nodeid in run.tests for run in runs
         )
         reset = ran_clean and any(run.tests[nodeid]["isolation"] == "reset" for run in runs)
         rule = RESET if reset else RULES.get(name, "")
-        unnamed = [
-            run.name
-            for run, cell in ((forward, cells[0]), (reverse, cells[1]))
-            if name in NAMED and ran_clean and not reset and cell != cells[2]
-            and not run.tests[nodeid].get("order_note")
-        ]  # fmt: skip
         if ran_clean and len(set(cells)) == 1:
             agree += 1
-        elif ran_clean and rule and not unnamed:
+        elif ran_clean and rule:
             ruled.append((nodeid, *cells, rule))
-        elif unnamed:
-            mismatches.append((nodeid, *cells, f"departs unnamed in {', '.join(unnamed)}: {rule}"))
         else:
             mismatches.append((nodeid, *cells, rule))
             for label, message in (
                 ("forward", forward.messages.get(nodeid)),
                 ("reversed", reverse.messages.get(nodeid)),
+                ("-n 2", xdist.messages.get(nodeid)),
                 ("alone", alone[nodeid].message),
             ):
                 if message:
@@ -240,16 +232,15 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
 
     seconds = time.perf_counter() - started
     print(
-        f"\n{len(gated)} scenarios, forward == reversed == alone on {agree}, {len(ruled)} under"
+        f"\n{len(gated)} scenarios, forward == reversed == -n 2 == alone on {agree},"
+        f" {len(ruled)} under"
         f" a named rule, in {seconds:.0f} s"
     )
     if ruled:
         print("under a named rule:\n" + _table(ruled))
-        for nodeid, forward_cell, reversed_cell, *_ in ruled:
-            if forward_cell != reversed_cell:  # order-dependent: what the plugin says
-                notes = {run.name: run.tests[nodeid].get("order_note") for run in runs}
-                print(f"  {nodeid}: the plugin's order_note: {notes}")
-    problems = forward.problems + reverse.problems
+    reused = sum(run.reused for run in runs)
+    print(f"first compiles reused from earlier tests: {reused} over the three runs")
+    problems = forward.problems + reverse.problems + xdist.problems
     if mismatches or problems:
         message = (
             f"{len(mismatches)} of {len(gated)} scenarios disagree (recompiles per test;"

@@ -225,8 +225,10 @@ def test_it(model):
 
 
 @keeps_entries
-def test_a_fixture_the_test_does_not_use_is_named(run) -> None:
-    result = run(
+def test_a_fixture_the_test_does_not_use_is_invisible(run) -> None:
+    """warmed is live when test_stranger runs, but the test does not use it: batch 8 is its
+    first compile, as alone, in either order."""
+    body = (
         WARMED
         + """
 def test_warms(warmed):
@@ -234,15 +236,12 @@ def test_warms(warmed):
 
 def test_stranger():
     shared(torch.randn(8, 4))
-""",
-        "--recompile-budget",
+"""
     )
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "      against entries made by module fixture 'warmed', which this test does not use",
-        ]
-    )
+    for order in ([], ["-p", "no:randomly", "-k", "stranger or warms"]):
+        result = run(body, "--recompile-budget", *order)
+        result.assert_outcomes(passed=2)
+        assert "against entries" not in result.stdout.str()
 
 
 def test_partial_and_callable_are_named_and_budgeted(run) -> None:
@@ -431,22 +430,43 @@ def test_thread():
 
 
 @keeps_entries
-def test_isolation_cost_is_reported(run) -> None:
+def test_reuse_and_what_isolation_still_costs_are_reported(run) -> None:
+    """test_b's first call reuses test_a's entry: no compile, reported as reused with what
+    it saved; a function with a graph break is compiled again, and the line says why (its
+    resume function, which breaks nothing, is reused)."""
     result = run(
         SHARED
         + """
-def test_a():
-    shared(torch.ones(2))
+@torch.compile(backend="eager")
+def chatty(x):
+    torch._dynamo.graph_break()
+    return x + 1
 
-def test_b():
-    shared(torch.ones(2))
+def test_a():
+    shared(torch.ones(2)); chatty(torch.ones(2))
+
+def test_b(recompiles):
+    shared(torch.ones(2)); chatty(torch.ones(2))
+    [record] = [r for r in recompiles.records if r.name == "shared"]
+    assert (record.compiles, record.reused, record.recompile_count) == (1, 1, 0)
 """,
         "--recompile-budget",
+        "--recompile-report=r.json",
+        "-p",
+        "no:randomly",
     )
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        ["isolation: * compiling again what earlier tests had compiled; " + esc(ISOLATION_HINT)]
+        [
+            "isolation: 2 first compiles reused from earlier tests (* s of compiling not spent"
+            " again)",
+            "isolation: * compiling again what earlier tests had compiled (a graph break*); "
+            + esc(ISOLATION_HINT),
+        ]
     )
+    b = read_json("r.json")["tests"][1]
+    assert (b["reused"], b["recompiles"]) == (2, 0)
+    assert b["saved_seconds"] > 0
 
 
 def test_without_single_entry_support_falls_back_to_a_full_reset(run, monkeypatch) -> None:
@@ -529,3 +549,75 @@ def test_warm(warmed, recompiles):
         "no:randomly",
     )
     result.assert_outcomes(passed=2)
+
+
+@keeps_entries
+def test_no_reuse_where_alone_the_call_would_compile_and_be_refused(run) -> None:
+    """Alone, test_stance's and test_warm's first calls compile, which the stance and the
+    warm block refuse: an earlier test's entry must not answer them instead."""
+    result = run(
+        SHARED
+        + """
+from pytest_recompile import CompiledWhileWarm, warm
+
+def test_a():
+    shared(torch.ones(2))
+
+def test_stance():
+    with torch.compiler.set_stance("fail_on_recompile"):
+        with pytest.raises(RuntimeError):
+            shared(torch.ones(2))
+
+@pytest.mark.allow_recompiles
+def test_warm():
+    with pytest.raises(CompiledWhileWarm):
+        with warm():
+            shared(torch.ones(2))
+
+def test_after():
+    shared(torch.ones(2))
+""",
+        "--recompile-budget",
+        "--recompile-report=r.json",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(passed=4)
+    reused = {t["nodeid"].split("::")[1]: t["reused"] for t in read_json("r.json")["tests"]}
+    assert reused == {"test_a": 0, "test_stance": 0, "test_after": 1}
+
+
+@keeps_entries
+def test_a_wider_fixture_set_up_reuses_what_a_test_compiled_first(run) -> None:
+    """A module fixture's warm-up at a shape an earlier test compiled first: recorded under
+    the fixture as reused, kept for its tests, and its tests count as alone."""
+    result = run(
+        SHARED
+        + """
+def test_first():
+    shared(torch.ones(4, 4))
+
+@pytest.fixture(scope="module")
+def warmed():
+    shared(torch.ones(4, 4))
+    return shared
+
+def test_warm_shape(warmed, recompiles):
+    warmed(torch.ones(4, 4))
+    assert recompiles.records == []  # the fixture's (reused) entry answered
+
+def test_other_shape(warmed):
+    warmed(torch.ones(8, 4))  # alone: 1 recompile against the fixture's entry
+""",
+        "--recompile-budget",
+        "--recompile-mode=report-only",
+        "--recompile-report=r.json",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(passed=3)
+    report = read_json("r.json")
+    counts = {t["nodeid"].split("::")[1]: t["recompiles"] for t in report["tests"]}
+    assert counts == {"test_first": 0, "test_warm_shape": 0, "test_other_shape": 1}
+    (fixture,) = report["fixtures"]
+    assert [(f["compiles"], f["reused"]) for f in fixture["functions"]] == [(1, 1)]

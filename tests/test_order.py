@@ -78,6 +78,35 @@ class TestWarmedClass(unittest.TestCase):
 
     def test_same(self):
         h(torch.ones(2, 2))
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+@pytest.fixture(scope="module")
+def warm_net():
+    model = torch.compile(Net(), backend="eager")
+    model(torch.randn(4, 4))
+    return model
+
+def test_warm_net_user(warm_net):
+    warm_net(torch.randn(4, 4))
+
+def test_own_net_mark_dynamic():  # alone: 0 recompiles, whatever warm_net compiled
+    model = torch.compile(Net(), backend="eager")
+    x = torch.randn(6, 4)
+    torch._dynamo.mark_dynamic(x, 0)
+    model(x)
+    model(torch.randn(7, 4))
+
+def test_net_reused_then_batch_8():  # alone: a first compile at 4, then 1 recompile
+    model = torch.compile(Net(), backend="eager")
+    model(torch.randn(4, 4))
+    model(torch.randn(8, 4))
 """
 )
 
@@ -96,6 +125,9 @@ EXPECTED = {
     "test_warmed_same": "passed",
     "TestWarmedClass::test_big": "failed" if versions.can_keep_entries() else "passed",
     "TestWarmedClass::test_same": "passed",
+    "test_warm_net_user": "passed",
+    "test_own_net_mark_dynamic": "passed",
+    "test_net_reused_then_batch_8": "failed",
 }
 
 
@@ -123,6 +155,12 @@ def verdicts(result: pytest.RunResult) -> dict[str, str]:
 def test_same_verdicts_in_any_order(pytester: pytest.Pytester, order: list[str]) -> None:
     if any(arg.startswith("--randomly-seed") for arg in order):
         pytest.importorskip("pytest_randomly", reason="the shuffled orders need pytest-randomly")
+    write_suite(pytester)
+    result = pytester.runpytest_subprocess("--recompile-budget", "-v", *order)
+    assert verdicts(result) == EXPECTED
+
+
+def write_suite(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE)
     pytester.makeconftest(
         """
@@ -134,5 +172,17 @@ def pytest_collection_modifyitems(config, items):
         items.reverse()
 """
     )
-    result = pytester.runpytest_subprocess("--recompile-budget", "-v", *order)
-    assert verdicts(result) == EXPECTED
+
+
+def test_a_baseline_taken_in_one_order_passes_in_the_other(pytester: pytest.Pytester) -> None:
+    write_suite(pytester)
+    taken = pytester.runpytest_subprocess(
+        "--recompile-budget", "--recompile-baseline=base.json", "--recompile-baseline-update",
+        "-p", "no:randomly",
+    )  # fmt: skip
+    assert taken.ret == 0, taken.stdout.str()
+    for order in (["-p", "no:randomly", "--reverse-order"], ["--randomly-seed=99"]):
+        checked = pytester.runpytest_subprocess(
+            "--recompile-budget", "--recompile-baseline=base.json", *order
+        )
+        checked.assert_outcomes(passed=len(EXPECTED))

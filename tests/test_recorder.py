@@ -48,11 +48,8 @@ def test_records_compiles_and_recompiles_per_function() -> None:
     record, recompile = recorder.add(event("0/0", recompile=False))
     assert recompile is None
     assert record.compiles == 1
-    record, recompile = recorder.add(
-        event("0/1", recompile=True, reasons=("0/0: G['step'] == 0",)), against="fixture 'net'"
-    )
+    record, recompile = recorder.add(event("0/1", recompile=True, reasons=("0/0: G['step'] == 0",)))
     assert recompile is not None
-    assert recompile.against == "fixture 'net'"
     recorder.let_through(record, recompile)
     assert [r.qualname for r in recorder.records] == ["Net.forward"]
     assert (record.name, record.compiles, recorder.count(), recorder.total_recompiles) == (
@@ -76,15 +73,26 @@ def test_a_first_compile_is_a_recompile_only_from_a_warm_start() -> None:
 def test_entries_and_seconds_are_given_by_the_caller() -> None:
     recorder = Recorder()
     recorder.add(event("0/0", recompile=False))
-    recorder.add(event("0/1", recompile=True, reasons=("0/0: G['step'] == 0",)), again=True)
+    recorder.add(event("0/1", recompile=True, reasons=("0/0: G['step'] == 0",)), again="why")
     recorder.note_entries(lambda code: 2)
     key = (forward.__code__.co_filename, forward.__code__.co_firstlineno, "forward", "0/1")
     recorder.note_seconds({key: 1.5})
     [record] = recorder.records
     assert (record.cache_entries, record.compile_seconds, record.again_seconds) == (2, 1.5, 1.5)
+    assert record.again_reasons == ["why"]
     assert record.recompiles[0].seconds == 1.5
     assert recorder.made_here(forward.__code__, "0/1")
     assert recorder.compiled(record) == [forward.__code__]
+
+
+def test_a_reused_first_compile_is_a_compile_that_ran_nowhere_here() -> None:
+    recorder = Recorder()
+    record = recorder.reuse(event("0/0", recompile=False), 0.25)
+    recorder.add(event("0/1", recompile=True, reasons=("0/0: G['step'] == 0",)))
+    assert (record.compiles, record.reused, record.saved_seconds) == (1, 1, 0.25)
+    assert recorder.count() == 1  # the recompile after it counts, as alone
+    assert recorder.made_here(forward.__code__, "0/0")  # its guards are the test's
+    assert record.to_dict()["reused"] == 1
 
 
 def test_unknown_function_names_what_was_compiled() -> None:

@@ -69,9 +69,12 @@ def load(path: Path) -> Any:
 def stable(report: dict[str, Any]) -> dict[str, Any]:
     """The report without what differs between two runs of the same suite: times, and
     torch's compile ids, which number a process's compiles (so depend on what that process
-    ran before: every test in a serial run, some under xdist)."""
+    ran before: every test in a serial run, some under xdist), and the first compiles
+    reused from earlier tests of the same process."""
     volatile = {"created", "seconds", "compile_seconds", "recompile_seconds", "again_seconds"}
     volatile |= {"compile_id", "entry", "raw"}
+    # What a test reuses depends on what ran before it in its process, as compile ids do.
+    volatile |= {"reused", "saved_seconds", "again_reasons"}
 
     def clean(value: Any) -> Any:
         if isinstance(value, dict):

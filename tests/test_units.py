@@ -191,6 +191,9 @@ def test_limit_message_and_summary() -> None:
         "limit_hit": ["h"],
         "baseline": None,
         "again_seconds": 0.0,
+        "reused": 0,
+        "saved_seconds": 0.0,
+        "functions": [],
         "isolation": "entries",
     }
     better = {
@@ -200,6 +203,9 @@ def test_limit_message_and_summary() -> None:
         "limit_hit": [],
         "baseline": 3,
         "again_seconds": 0.0,
+        "reused": 0,
+        "saved_seconds": 0.0,
+        "functions": [],
         "isolation": "entries",
     }
     lines = summary_lines([("t.py::b", better), ("t.py::a", failing)])

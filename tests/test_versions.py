@@ -5,6 +5,7 @@ in the summary; a torch newer than tested is accepted, with one header line."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterator
 from glob import escape as esc
@@ -15,9 +16,10 @@ import torch._dynamo
 import torch._dynamo.cache_size as cache_size
 import torch._dynamo.callback as callback
 import torch._dynamo.utils as dynamo_utils
-from snippets import STEP
+from snippets import STEP, read_json
 
 from pytest_recompile._torch import versions
+from pytest_recompile.isolation import NO_REUSE
 from pytest_recompile.report import PREFIX, RESET_FALLBACK
 
 BREAKS = """
@@ -184,3 +186,70 @@ def test_the_newest_tested_release_is_what_ci_runs() -> None:
     with open(ci) as script:
         newest = next(line for line in script if line.startswith("NEWEST_TORCH="))
     assert versions.version_tuple(newest.split("=", 1)[1].strip()) == versions.NEWEST_TESTED
+
+
+REUSED = """
+@torch.compile(backend="eager")
+def shared(x):
+    return x * 2
+
+def test_a():
+    shared(torch.ones(2))
+
+def test_b():
+    shared(torch.ones(2))
+"""
+
+
+def test_without_what_reuse_needs_each_test_compiles_afresh(run, monkeypatch) -> None:
+    from torch.utils._config_module import ConfigModule
+
+    monkeypatch.delattr(ConfigModule, "get_hash")  # torch's eager backend never asks for it
+    assert versions.can_keep_entries()
+    assert not versions.can_reuse_compiles()
+    result = run(REUSED, "--recompile-budget", "--recompile-report=r.json", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)
+    said = dict(versions.DEGRADED)[versions.reuses_where_it_keeps]
+    assert degraded(result, "reuse") == [f"degraded: {said}"]
+    report = read_json("r.json")
+    assert report["summary"]["reused"] == 0
+    [function] = report["tests"][1]["functions"]
+    assert function["again_reasons"] == [NO_REUSE]  # test_b compiled again what test_a did
+
+
+def test_a_newer_torch_files_re_installed_entries_by_region(monkeypatch) -> None:
+    """torch's nightly takes the isolation region as a fourth argument: the probe reads the
+    signature (not the name, which both have) and each entry goes in with its own region."""
+    from pytest_recompile._torch import entries
+
+    real = eval_frame._load_precompile_entry
+    regions: list[int] = []
+
+    def load(code, guard_manager, dynamo_code, region):  # type: ignore[no-untyped-def]
+        regions.append(region)
+        real(code, guard_manager, dynamo_code)
+
+    load.__doc__ = (
+        "_load_precompile_entry(arg0: object, arg1: object, arg2: object, arg3: int) -> None\n"
+    )
+    assert not versions.precompile_entry_takes_region()  # this torch: three arguments
+    versions.precompile_entry_takes_region.cache_clear()
+    monkeypatch.setattr(eval_frame, "_load_precompile_entry", load)
+    assert versions.precompile_entry_takes_region()
+
+    def shift(x):
+        return x - 2
+
+    plain = torch.compile(shift, backend="eager")
+    plain(torch.ones(2))
+    with contextlib.suppress(TypeError):  # a torch without isolate_recompiles (before 2.13)
+        torch.compile(shift, backend="eager", isolate_recompiles=True)(torch.ones(3))
+    found = entries.entries(shift.__code__)
+    entries.keep_only(shift.__code__, found)
+    try:
+        assert regions == [-1 if e.region is None else e.region for e in found]
+        graphs = dynamo_utils.counters["stats"]["unique_graphs"]
+        plain(torch.ones(2))  # answered by its kept entry, from its own region
+        assert dynamo_utils.counters["stats"]["unique_graphs"] == graphs
+    finally:
+        entries.drop_all(shift.__code__)

@@ -3,18 +3,19 @@ automatic-dynamic state, and resetting every cache."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import sys
+import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..identity import IdentityMap
-
-if TYPE_CHECKING:
-    pass
+from . import versions
 
 
 @dataclass(frozen=True, eq=False)
@@ -25,9 +26,23 @@ class KeptEntry:
     guard_manager: Any
     code: CodeType  # the compiled (transformed) bytecode
     backend: Any = None  # the backend it was compiled for (torch checks it on its own list)
+    region: int | None = None  # its isolate_recompiles region (-1: none; None: not told)
+
+
+@dataclass(eq=False)
+class Offer:
+    """An entry an earlier test's first compile made, put where torch looks on a miss, that
+    answers a call only if ``take`` (the ledger's judgement: this call would compile the very
+    same entry now) says so; from then on it answers as the test's own (``taken``)."""
+
+    entry: KeptEntry
+    take: Callable[[Offer, Any], bool]  # (this offer, the call's frame locals)
+    taken: bool = False
+    why: str | None = None  # why its guard last refused a call its other guards passed
 
 
 _KEPT: IdentityMap[CodeType, tuple[KeptEntry, ...]] = IdentityMap()
+_OFFERED: IdentityMap[CodeType, tuple[Offer, ...]] = IdentityMap()
 
 
 def _dead(entry: Any) -> bool:
@@ -40,7 +55,13 @@ def entries(code: CodeType) -> list[KeptEntry]:
     """The live cache entries on ``code`` that torch counts, newest first (kept ones and
     entries torch invalidated excluded)."""
     return [
-        KeptEntry(e.compile_id, e.guard_manager, e.code, getattr(e, "backend", None))
+        KeptEntry(
+            e.compile_id,
+            e.guard_manager,
+            e.code,
+            getattr(e, "backend", None),
+            getattr(e, "isolate_recompiles_id", None),
+        )
         for e in entry_list(code)
         if not _dead(e)
     ]
@@ -59,19 +80,29 @@ def entry_alive(entry: KeptEntry) -> bool:
 
 
 def kept_entries(code: CodeType) -> tuple[KeptEntry, ...]:
-    """The entries keep_only() re-installed on ``code`` and that are still there.
+    """The entries re-installed on ``code`` that answer as the running test's: those
+    :func:`keep_only` kept, and offers the test took (:func:`offer`).
 
     A ``torch._dynamo.reset()`` since then removed them; they are forgotten here too.
     """
-    kept = _KEPT.get(code)
-    if not kept:
+    kept = _KEPT.get(code, ())
+    offered = _OFFERED.get(code, ())
+    if not kept and not offered:
         return ()
     import torch._C._dynamo.eval_frame as eval_frame
 
-    if len(eval_frame._debug_get_precompile_entries(code)) != len(kept):
-        del _KEPT[code]
+    if len(eval_frame._debug_get_precompile_entries(code)) != len(kept) + len(offered):
+        _KEPT.pop(code, None)
+        _OFFERED.pop(code, None)
         return ()
-    return kept
+    return (*kept, *(o.entry for o in offered if o.taken))
+
+
+def installed(code: CodeType) -> tuple[tuple[KeptEntry, ...], tuple[KeptEntry, ...]]:
+    """What :func:`keep_only` kept and :func:`offer` offered on ``code``, still there (a
+    reset since then removed them: :func:`kept_entries` forgets them then)."""
+    kept_entries(code)
+    return _KEPT.get(code, ()), tuple(o.entry for o in _OFFERED.get(code, ()))
 
 
 def keep_only(code: CodeType, keep: list[KeptEntry]) -> None:
@@ -83,20 +114,63 @@ def keep_only(code: CodeType, keep: list[KeptEntry]) -> None:
     in the second list torch checks on a miss, where ``_load_precompile_entry`` puts
     ahead-of-time compiled entries. torch counts neither for recompile_limit nor asks them
     for reasons: :func:`event_from` does both. Nor does it check their backend, as it does
-    on its own list: :func:`_guard_backend` adds that check. Emptying the list runs the
+    on its own list: :func:`_guard` adds that check. Emptying the list runs the
     entries' destructors, which clear their guard managers' back-pointers to them, so no
-    invalidation callback can reach the freed entries.
+    invalidation callback can reach the freed entries. Offers made earlier are gone too.
     """
     import torch._C._dynamo.eval_frame as eval_frame
 
-    eval_frame.reset_code(code)
-    for entry in keep:
-        _guard_backend(entry)
-        eval_frame._load_precompile_entry(code, entry.guard_manager, entry.code)
+    with _compile_lock():
+        eval_frame.reset_code(code)
+        _OFFERED.pop(code, None)
+        for entry in keep:
+            _guard(entry, None)
+            _load(eval_frame, code, entry)
     if keep:
         _KEPT[code] = tuple(keep)
     else:
         _KEPT.pop(code, None)
+
+
+def offer(code: CodeType, offered: list[Offer]) -> None:
+    """Put ``offered`` beside what :func:`keep_only` kept on ``code`` (whose list it just
+    emptied): each answers only where its ``take`` says so."""
+    import torch._C._dynamo.eval_frame as eval_frame
+
+    with _compile_lock():
+        for item in offered:
+            _guard(item.entry, item)
+            _load(eval_frame, code, item.entry)
+    if offered:
+        _OFFERED[code] = tuple(offered)
+
+
+def renew_offers(code: CodeType) -> None:
+    """A new test: the offers on ``code`` are untaken again (they stay installed)."""
+    for item in _OFFERED.get(code, ()):
+        item.taken, item.why = False, None
+
+
+def refusal(code: CodeType) -> str | None:
+    """Why an offer on ``code`` refused a call whose other guards it passed, if one did."""
+    kept_entries(code)  # forgets offers a reset removed
+    return next((o.why for o in _OFFERED.get(code, ()) if o.why), None)
+
+
+def forget_refusals(code: CodeType) -> None:
+    """An offer on ``code`` was taken: the others' refusals say nothing of a later compile."""
+    for item in _OFFERED.get(code, ()):
+        item.why = None
+
+
+def _load(eval_frame: Any, code: CodeType, entry: KeptEntry) -> None:
+    """``_load_precompile_entry``; newer torch files precompile entries per isolation region
+    (its fourth argument), and serves only the calls of that region from them."""
+    if versions.precompile_entry_takes_region():
+        region = -1 if entry.region is None else entry.region
+        eval_frame._load_precompile_entry(code, entry.guard_manager, entry.code, region)
+    else:
+        eval_frame._load_precompile_entry(code, entry.guard_manager, entry.code)
 
 
 def drop_all(code: CodeType) -> None:
@@ -104,8 +178,19 @@ def drop_all(code: CodeType) -> None:
     import torch._C._dynamo.eval_frame as eval_frame
 
     _KEPT.pop(code, None)
-    eval_frame.reset_code(code)
-    eval_frame._reset_precompile_entries(code)
+    _OFFERED.pop(code, None)
+    with _compile_lock():
+        eval_frame.reset_code(code)
+        eval_frame._reset_precompile_entries(code)
+
+
+def _compile_lock() -> Any:
+    """torch's compile lock, which its own reset holds: no other thread is compiling while a
+    code object's lists are emptied and refilled (``reset_code`` racing a compile can crash,
+    pytorch/pytorch#196394)."""
+    import torch._dynamo.convert_frame as convert_frame
+
+    return getattr(convert_frame, "compile_lock", None) or contextlib.nullcontext()
 
 
 # The backend a compile is being checked against, while kept_reasons asks the kept entries
@@ -113,7 +198,15 @@ def drop_all(code: CodeType) -> None:
 _CHECKING: list[Any] = []
 
 
-_BACKEND_GUARDED: weakref.WeakSet[Any] = weakref.WeakSet()
+@dataclass(eq=False)
+class _Answer:
+    """What a re-installed entry's own guard consults: kept (None), or the offer it is part
+    of (held weakly: an offer no longer installed answers nothing)."""
+
+    offer: weakref.ref[Offer] | None = None
+
+
+_ANSWERS: weakref.WeakKeyDictionary[Any, _Answer] = weakref.WeakKeyDictionary()
 
 
 _EVAL_FRAME_FILE = os.path.join("_dynamo", "eval_frame.py")
@@ -122,35 +215,85 @@ _EVAL_FRAME_FILE = os.path.join("_dynamo", "eval_frame.py")
 BACKEND_MISMATCH = "BACKEND_MATCH failure: this call compiles for another backend than"
 
 
-def _guard_backend(entry: KeptEntry) -> None:
-    """Make a kept entry answer only calls compiled for its own backend, as torch's list does.
+def _guard(entry: KeptEntry, offered: Offer | None) -> None:
+    """Make a re-installed entry answer only the calls it may answer: as torch's list does,
+    only calls compiled for its own backend; an offer, only where the ledger takes it.
 
     torch compares a call's backend with each entry of its list, but not with the entries
-    :func:`keep_only` puts back. An epilogue guard (run only when every other guard passed,
-    so only for a call the entry would answer) finds the call's backend in the frame of
-    torch.compile's wrapper that made the call, a few frames up. Where no such frame is found
-    (a backend set by a context manager), the entry answers, as torch's precompiled entries do.
+    :func:`keep_only` puts back. One epilogue guard per entry (run only when every other guard
+    passed, so only for a call the entry would answer; added once, then re-pointed) finds the
+    call's backend in the frame of torch.compile's wrapper that made the call, a few frames up.
+    Where no such frame is found (a backend set by a context manager), the entry answers, as
+    torch's precompiled entries do. Then an offer asks its ``take``, once: a taken offer
+    answers like a kept entry until the next test.
     """
-    backend = entry.backend
+    answer = _ANSWERS.get(entry.guard_manager)
+    if answer is not None:
+        answer.offer = weakref.ref(offered) if offered is not None else None
+        return
     root = entry.guard_manager.root
     add = getattr(root, "add_epilogue_lambda_guard", None)
-    if backend is None or add is None or entry.guard_manager in _BACKEND_GUARDED:
+    if add is None:
         return  # (a torch without epilogue guards: kept entries answer any backend)
     import torch._dynamo.guards as dynamo_guards
 
+    backend, region = entry.backend, entry.region
+    answer = _Answer(weakref.ref(offered) if offered is not None else None)
     last: list[Any] = [None, True]  # the last callback asked about, and the answer
+    import torch._C._dynamo.eval_frame as eval_frame
 
-    def same_backend(_: Any) -> bool:
-        callback = _CHECKING[-1] if _CHECKING else _calling_backend()
-        if callback is None or callback is False:
+    calling_region = getattr(eval_frame, "get_eval_frame_isolate_recompiles_id", None)
+
+    def refused(why: str) -> bool:
+        found = answer.offer() if answer.offer is not None else None
+        if found is not None and not _CHECKING:
+            found.why = why
+        return False
+
+    def answers(f_locals: Any) -> bool:
+        if region is not None and calling_region is not None and calling_region() != region:
+            return refused("another isolate_recompiles region")
+        callback = None
+        if backend is not None or answer.offer is not None:
+            callback = _CHECKING[-1] if _CHECKING else _calling_backend()
+        if backend is not None and callback is not None and callback is not False:
+            if callback is not last[0]:
+                last[:] = [callback, bool(_innermost_backend(callback) == backend)]
+            if not last[1]:
+                return refused("another backend or torch.compile options")
+        if answer.offer is None:
             return True
-        if callback is not last[0]:
-            last[:] = [callback, bool(_innermost_backend(callback) == backend)]
-        return bool(last[1])
+        found = answer.offer()
+        if found is None:
+            return False
+        if found.taken:
+            return True
+        if _CHECKING:  # asked for a reason, not for an answer
+            return False
+        if callback is None or callback is False:
+            return refused("a backend set where the plugin cannot read it")
+        if filters_guards(callback):
+            return refused("a guard_filter_fn in torch.compile's options")
+        with _TAKING:
+            if not found.taken:
+                try:
+                    found.taken = bool(found.take(found, f_locals))
+                except Exception:  # never an error inside torch's guards: compile instead
+                    found.taken = False
+        return found.taken
 
     describe = getattr(dynamo_guards, "describe_backend", repr)
-    add(same_backend, [f"{BACKEND_MISMATCH} {describe(backend)}, the kept entry's"], None)
-    _BACKEND_GUARDED.add(entry.guard_manager)
+    add(answers, [f"{BACKEND_MISMATCH} {describe(backend)}, the kept entry's"], None)
+    _ANSWERS[entry.guard_manager] = answer
+
+
+_TAKING = threading.Lock()  # one thread takes an offer, once
+
+
+def filters_guards(callback: Any) -> bool:
+    """Whether a torch.compile wrapper's callback drops guards (``guard_filter_fn``)."""
+    hooks = getattr(callback, "_hooks", None)
+    return getattr(hooks, "guard_filter_fn", None) is not None
 
 
 def _calling_backend() -> Any:
@@ -261,6 +404,151 @@ def install_code_state(state: dict[Any, Any]) -> Any:
     return installed
 
 
+def state_of(code: CodeType) -> dict[Any, Any]:
+    """The automatic-dynamic state torch keeps for ``code`` (per closure, if any): a copy."""
+    state = code_state()
+    if not state:
+        return {}
+    where = (code.co_filename, code.co_firstlineno, code.co_name)
+    return copy_code_state(
+        {
+            key: value
+            for key, value in state.items()
+            if (key.filename, key.firstlineno, key.name) == where and value.automatic_dynamic
+        }
+    )
+
+
+def set_state_of(code: CodeType, state: dict[Any, Any]) -> None:
+    """Make ``state`` (from :func:`state_of`) torch's automatic-dynamic state for ``code``."""
+    current = code_state()
+    if current is None:
+        current = install_code_state({})
+        if current is None:
+            return
+    for key in [
+        k
+        for k in current
+        if (k.filename, k.firstlineno, k.name)
+        == (code.co_filename, code.co_firstlineno, code.co_name)
+    ]:
+        del current[key]
+    current.update(copy_code_state(state))
+
+
+def other_closure(code: CodeType, f_locals: Any, *states: dict[Any, Any]) -> bool:
+    """Whether ``states`` hold torch's automatic-dynamic state of a closure of ``code`` other
+    than the call's (torch keys it by the code objects of the callables the cells hold)."""
+    import torch._dynamo.pgo as pgo
+
+    keyed = {getattr(key, "closure_hash", None) for state in states for key in state} - {None}
+    if not keyed:
+        return False
+    try:
+        cells = tuple(pgo._get_closure_content(f_locals[name]) for name in code.co_freevars)
+    except Exception:  # an empty cell, a torch that words it otherwise: not provably the same
+        return True
+    return keyed != {hash(cells)}
+
+
+def config_fingerprint() -> tuple[Any, ...]:
+    """What torch's compile reads beyond guards: the hashes of Dynamo's, AOT autograd's and
+    inductor's config (without the keys torch marks as not affecting compiles); None for a
+    config module not imported yet (no compile used it)."""
+    names = ("torch._dynamo.config", "torch._functorch.config", "torch._inductor.config")
+    found = (sys.modules.get(name) for name in names)
+    return tuple(module.get_hash() if module is not None else None for module in found)
+
+
+def same_config(made: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
+    """A config module imported after the compile (None then) did not take part in it."""
+    return len(made) == len(now) and all(
+        a is None or b is None or a == b for a, b in zip(made, now, strict=True)
+    )
+
+
+_MARK_PREFIXES = ("_dynamo_", "_specialize_", "_has_dynamo_")
+# Set by Dynamo itself on the parameters and buffers it traces (static inputs, unguarded),
+# so present after any compile of a module and absent on a new one: says nothing of a call.
+_DYNAMO_OWN = frozenset({"_dynamo_static_input_type"})
+
+Marks = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+
+
+_MODULE_HOOKS = (
+    "_forward_hooks",
+    "_forward_pre_hooks",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+)
+
+
+def input_marks(f_locals: Any) -> Marks | None:
+    """What a call passes that torch does not guard, yet that decides what a compile makes:
+    the dynamic-shape marks (``mark_dynamic``, ``maybe_mark_dynamic``, ``mark_unbacked``,
+    ``mark_static``, ``mark_static_address``, ...) on its tensors (top-level, inside lists,
+    tuples and dicts, a module's parameters and buffers), and the hooks on its modules and
+    submodules and the global module hooks (torch skips guards on them by default). None if
+    they cannot be read: nothing then proves two calls alike."""
+    try:
+        return _input_marks(f_locals)
+    except Exception:
+        return None
+
+
+def _input_marks(f_locals: Any) -> Marks:
+    import torch
+    import torch.nn.modules.module as module_
+
+    found: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+
+    def hooks(path: str, holder: Any, names: tuple[str, ...]) -> None:
+        held = tuple(
+            (name, repr([getattr(fn, "__qualname__", type(fn).__name__) for fn in table.values()]))
+            for name in names
+            if (table := getattr(holder, name, None))
+        )
+        if held:
+            found.append((path, held))
+
+    def visit(path: str, value: Any, depth: int) -> None:
+        if isinstance(value, torch.Tensor):
+            attrs = getattr(value, "__dict__", None) or {}
+            marks = tuple(
+                sorted(
+                    (k, repr(v))
+                    for k, v in attrs.items()
+                    if k.startswith(_MARK_PREFIXES) and k not in _DYNAMO_OWN
+                )
+            )
+            if marks:
+                found.append((path, marks))
+        elif depth > 2:
+            return
+        elif type(value) in (list, tuple):
+            for index, item in enumerate(value):
+                visit(f"{path}[{index}]", item, depth + 1)
+        elif type(value) is dict:
+            for key, item in value.items():
+                visit(f"{path}[{key!r}]", item, depth + 1)
+        elif isinstance(value, torch.nn.Module):
+            for name, tensor in [*value.named_parameters(), *value.named_buffers()]:
+                visit(f"{path}.{name}", tensor, 3)
+            for name, child in value.named_modules():
+                hooks(f"{path}.{name}" if name else path, child, _MODULE_HOOKS)
+
+    for name, value in list(f_locals.items()):
+        visit(str(name), value, 0)
+    hooks("<global>", module_, tuple(f"_global{name}" for name in _MODULE_HOOKS))
+    return tuple(found)
+
+
+def breaks_graph(entry: KeptEntry) -> bool:
+    """Whether the entry's code calls a graph-break resume function (torch names them
+    ``__resume_at_...`` in the function's globals)."""
+    return any(name.startswith("__resume_at_") for name in entry.code.co_names)
+
+
 def compiled_codes() -> list[CodeType]:
     """Every code object torch has compiled since its last reset (and still alive)."""
     import torch._dynamo.convert_frame as convert_frame
@@ -292,4 +580,11 @@ def reset_caches() -> None:
 
 
 def cache_entries(code: CodeType) -> int:
+    """The entries on torch's own list of ``code``."""
     return len(entry_list(code))
+
+
+def answering_entries(code: CodeType) -> int:
+    """The entries that answer ``code``'s calls in the running test, as it would have them
+    alone: torch's list, those isolation kept, and offers the test took."""
+    return len(entry_list(code)) + len(kept_entries(code))

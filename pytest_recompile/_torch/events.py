@@ -50,6 +50,9 @@ class CompileEvent:
     limit: str | None  # "recompile_limit (8)" when this compile hits the limit (eager fallback)
     # the value the call passed, by the source of each failing ``==`` guard: "G['step']" -> "1"
     values: Mapping[str, str] = field(default_factory=dict)
+    # the dynamic-shape marks on the inputs (entries.input_marks): they decide what it makes
+    marks: entries.Marks | None = ()
+    filtered: bool = False  # compiled under a guard_filter_fn (fewer guards than a plain one)
 
 
 CompileKey = tuple[str, int, str, str]
@@ -223,12 +226,11 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
                 # torch hangs every wrapped callable's entries on one wrapper: those made for
                 # another callable are not this one's (entries made before the first hook
                 # was installed are unknown, and kept).
-                present = {str(e.compile_id) for e in listed}
-                made_for = {
-                    k: v for k, v in _WRAPPED.get(code, {}).items() if k in present
-                }  # forget entries that are gone
+                # Kept for every entry made, listed now or not: an entry set aside for this
+                # test (a fixture's it does not use, an offer) may answer a later one. A compile
+                # id torch numbers again after a reset is overwritten by the newer compile.
+                made_for = _WRAPPED.setdefault(code, {})
                 made_for[str(compile_id)] = named[0]
-                _WRAPPED[code] = made_for
                 reasons = tuple(
                     r for r in reasons if made_for.get(r.partition(":")[0], named[0]) is named[0]
                 )
@@ -244,6 +246,8 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
         leaf_kinds=guard_tree.failing_leaf_kinds(listed, reasons) if recompile else (),
         limit=f"{limit_type} ({getattr(config, limit_type)})" if exceeded else None,
         values=_equals_values(reasons, user_frame) if recompile else {},
+        marks=entries.input_marks(user_frame.f_locals) if user_frame is not None else None,
+        filtered=getattr(loc.get("hooks"), "guard_filter_fn", None) is not None,
     )
 
 

@@ -88,7 +88,8 @@ def failing_leaf_kinds(listed: list[Any], reasons: tuple[str, ...]) -> tuple[str
 
 
 def installed(code: CodeType) -> Iterator[tuple[str, Leaf]]:
-    """(cache entry id, leaf) for every guard installed on ``code``'s cache entries."""
-    for entry in entries.entry_list(code):
+    """(cache entry id, leaf) for every guard installed on ``code``'s cache entries (those
+    isolation re-installed and the running test's taken offers included)."""
+    for entry in [*entries.entry_list(code), *entries.kept_entries(code)]:
         for leaf in guard_leaves(entry.guard_manager):
             yield str(entry.compile_id), leaf

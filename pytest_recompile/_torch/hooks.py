@@ -101,6 +101,11 @@ def install_compile_hook(
     return remove
 
 
+def listeners() -> int:
+    """How many callbacks hear of compiles now (the gate's, a user's tracker, a warm block)."""
+    return len(_SUBSCRIBERS)
+
+
 def forget_compile_hooks() -> None:
     """Drop every callback and the plugin's compile callbacks (a forked child: the parent's
     gate and trackers live on in the parent, not here, and a lock another thread of the parent

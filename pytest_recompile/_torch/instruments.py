@@ -157,6 +157,14 @@ def compile_state() -> CompileState:
     return CompileState(eval_frame._stance, config.get_config_copy())
 
 
+def default_stance() -> bool:
+    """Whether torch.compile runs under its default stance (no ``fail_on_recompile``,
+    ``eager_then_compile``, ... set by the user)."""
+    import torch._dynamo.eval_frame as eval_frame
+
+    return bool(getattr(eval_frame._stance, "stance", "default") == "default")
+
+
 def restore_compile_state(saved: CompileState) -> list[str]:
     """Put back what changed since ``saved``; return what that was, in words."""
     import torch._dynamo.config as config
@@ -193,19 +201,35 @@ def compile_seconds() -> Iterator[dict[events.CompileKey, float]]:
     try:
         yield result
     finally:
-        for metric in dynamo_utils._compilation_metrics:
-            if id(metric) in existing or metric.is_forward is False:
-                continue
-            seconds = metric.entire_frame_compile_time_s
-            if metric.compile_id is not None and seconds is not None:
-                key = (
-                    str(metric.co_filename),
-                    int(metric.co_firstlineno or 0),
-                    str(metric.co_name),
-                    str(metric.compile_id),
-                )
-                result[key] = result.get(key, 0.0) + float(seconds)
+        result.update(seconds_by_compile(existing))
         dynamo_utils.set_compilation_metrics_limit(old_capacity)
+
+
+def seconds_by_compile(
+    skip: frozenset[int] | set[int] = frozenset(), *, newest: bool = False
+) -> dict[events.CompileKey, float]:
+    """``entire_frame_compile_time_s`` per compile, of the metrics torch still holds (but
+    those whose ``id`` is in ``skip``; lazy backward compiles left out). torch numbers
+    compiles again after a reset: the seconds of each key add up, or (``newest``) are the
+    latest compile's."""
+    if not versions.has_compile_metrics():
+        return {}
+    import torch._dynamo.utils as dynamo_utils
+
+    result: dict[events.CompileKey, float] = {}
+    for metric in list(dynamo_utils._compilation_metrics):
+        if id(metric) in skip or metric.is_forward is False:
+            continue
+        seconds = metric.entire_frame_compile_time_s
+        if metric.compile_id is not None and seconds is not None:
+            key = (
+                str(metric.co_filename),
+                int(metric.co_firstlineno or 0),
+                str(metric.co_name),
+                str(metric.compile_id),
+            )
+            result[key] = float(seconds) + (0.0 if newest else result.get(key, 0.0))
+    return result
 
 
 @functools.cache

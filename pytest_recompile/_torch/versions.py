@@ -146,6 +146,47 @@ _CACHE_SIZE_FIELDS = ("num_cache_entries", "num_cache_entries_with_same_id_match
 
 
 @functools.cache
+def can_reuse_compiles() -> bool:
+    """Whether an entry an earlier test's first compile made can answer a later test's first
+    call: kept entries, an epilogue guard on them, torch's automatic-dynamic state per code
+    object, and config hashes."""
+    if not can_keep_entries():
+        return False
+    import torch._C._dynamo.guards as guards
+    import torch._dynamo.config as config
+    import torch._dynamo.pgo as pgo
+
+    return (
+        hasattr(guards.RootGuardManager, "add_epilogue_lambda_guard")
+        and hasattr(pgo, "_CODE_STATE")
+        and hasattr(pgo, "CodeState")
+        and callable(getattr(config, "get_hash", None))
+    )
+
+
+@functools.cache
+def reuses_where_it_keeps() -> bool:
+    """No reuse to miss: this torch reuses, or keeps no single entries at all (its full reset
+    is told by the isolation line)."""
+    return can_reuse_compiles() or not can_keep_entries()
+
+
+@functools.cache
+def precompile_entry_takes_region() -> bool:
+    """Newer torch (the 2.15 window) files precompile entries per ``isolate_recompiles``
+    region: ``_load_precompile_entry(code, guard_manager, dynamo_code, region[, owner])``.
+    Decided by the signature (pybind's docstring), not the name, which both have."""
+    import torch._C._dynamo.eval_frame as eval_frame
+
+    load = getattr(eval_frame, "_load_precompile_entry", None)
+    doc = (getattr(load, "__doc__", None) or "").split("\n", 1)[0]
+    head, _, rest = doc.partition("(")
+    params = [p for p in rest.partition(")")[0].split(",") if p.strip()]
+    required = [p for p in params if "=" not in p]
+    return bool(head) and len(required) >= 4
+
+
+@functools.cache
 def can_error_on_graph_break() -> bool:
     """torch.compile's fullgraph switch for a block (2.9+)."""
     import torch._dynamo
@@ -209,6 +250,12 @@ DEGRADED = (
         "recording (torch._dynamo.callback.CallbackTrigger); re-records are not counted",
     ),
     (
+        reuses_where_it_keeps,
+        "reuse: this torch cannot let a later test use an earlier test's first compile "
+        "(epilogue guards, torch._dynamo.pgo state, config hashes); each test compiles its "
+        "first calls afresh",
+    ),
+    (
         has_compile_metrics,
         "compile seconds: this torch has no compile metrics (torch._dynamo.utils."
         "_compilation_metrics); times read 0",
@@ -220,6 +267,8 @@ PROBES = (
     check_torch,
     has_hook_list,
     can_keep_entries,
+    can_reuse_compiles,
+    precompile_entry_takes_region,
     has_compile_callbacks,
     *(probe for probe, _ in DEGRADED),
 )

@@ -165,7 +165,7 @@ class Recorder:
 def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get(OUT):
         config.pluginmanager.register(Counter(), "count_alone_counter")
-    if os.environ.get(RECORD):
+    if os.environ.get(RECORD) and not hasattr(config, "workerinput"):  # xdist: the controller
         config.pluginmanager.register(Recorder(), "count_alone_recorder")
 
 
