@@ -32,7 +32,7 @@ SUITE = Path(__file__).parent / "differential_suite"
 # dominate); never more than two processes at once.
 WORKERS = 2
 # The suite must not shrink unnoticed (a module that stops collecting, a renamed test).
-MIN_SCENARIOS = 88
+MIN_SCENARIOS = 94
 
 # torch compiles every compiled partial, callable object and nn.Module through one code object
 # (external_utils.wrap_inline). Modules are told apart by identity; a partial or callable
@@ -49,6 +49,7 @@ SHARED_WRAPPER = (
 RULES = {
     "test_partials_of_two_functions": SHARED_WRAPPER,
     "test_callable_objects_of_two_classes": SHARED_WRAPPER,
+    "test_wrapped_linear_then_tanh": SHARED_WRAPPER,
 }
 # A torch that cannot keep single cache entries (before 2.9) starts each gated test from a full
 # reset, so warm-ups are not kept: every count may differ from alone, and the report says so.
