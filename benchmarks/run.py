@@ -28,8 +28,14 @@ depend on the machine; the ratios are what the targets are about.
    (A), each run with a fresh inductor cache directory. Target <= 1.10: isolation keeps the
    fixture's entries, so no test traces the model again.
 7. first called inside tests: the same model compiled at module level and first called
-   inside the tests. Isolation drops what each test compiled, so every gated test compiles
-   it again (its cost is what the summary reports as isolation); the ratio, no target.
+   inside the tests. Isolation drops what each test compiled, and reuses the first test's
+   compile for the others (alone, each would compile it first). Target <= 1.10.
+10. rebuilt in every test: the same model class built and compiled in each of the 20 tests;
+   torch compiles ``forward`` once in all (a new instance passes the entry's guards), and so
+   must the gate. Target <= 1.10.
+11. three batch sizes: 20 tests each calling the module-level model at one of batch 2, 4, 8;
+   alone each compiles its batch statically, so the gate compiles each batch once, where the
+   plugin-off run goes dynamic at the second. Target <= 1.15.
 8. child processes that compile: inside one gated test, blocks of 2 spawned children that
    import torch and compile one function, alternated ABBA with the child-process contract
    in their environment (B: they record into the spool) and without it (A: what an ungated
@@ -40,6 +46,7 @@ depend on the machine; the ratios are what the targets are about.
    alternated inside the gated test, by wall time: no target.
 
     python benchmarks/run.py --only children   # benchmarks 8 and 9 alone (a few minutes)
+    python benchmarks/run.py --only isolation  # benchmarks 6, 7, 10 and 11 alone
 """
 
 from __future__ import annotations
@@ -357,38 +364,42 @@ def make_model():
 """
 
 
-def write_transformer_suite(root: Path, tests: int, backend: str, *, warmed: bool) -> None:
-    """``tests`` tests each calling the model three times at one shape under no_grad; the
-    model warmed in a module-scoped fixture, or compiled at module level and first called
-    inside the tests."""
+def write_transformer_suite(root: Path, tests: int, backend: str, *, kind: str) -> None:
+    """``tests`` tests each calling the model three times at one shape under no_grad. The
+    model is warmed in a module-scoped fixture (``warmed``), compiled at module level and
+    first called inside the tests (``inside``; ``batches``: each test at one of three batch
+    sizes), or built and compiled in each test (``rebuilt``)."""
     options = "" if backend == "inductor" else f', backend="{backend}"'
     head = TRANSFORMER.format(options=options)
-    if warmed:
-        head += textwrap.dedent(
-            """
+    fixtures = {
+        "warmed": """
             @pytest.fixture(scope="module")
             def model():
                 compiled = make_model()
                 with torch.no_grad():
                     compiled(torch.randn(4, 16, 64))
                 return compiled
-            """
-        )
-    else:
-        head += textwrap.dedent(
-            """
+            """,
+        "inside": """
             compiled = make_model()
 
             @pytest.fixture
             def model():
                 return compiled
-            """
-        )
+            """,
+        "rebuilt": """
+            @pytest.fixture
+            def model():
+                return make_model()
+            """,
+    }
+    head += textwrap.dedent(fixtures["inside" if kind == "batches" else kind])
+    batches = [2, 4, 8] if kind == "batches" else [4]
     body = "\n".join(
         textwrap.dedent(
             f"""
             def test_{n}(model):
-                x = torch.randn(4, 16, 64)
+                x = torch.randn({batches[n % len(batches)]}, 16, 64)
                 with torch.no_grad():
                     for _ in range(3):
                         model(x)
@@ -441,7 +452,7 @@ def where_the_time_goes(workdir: Path, tests: int) -> list[tuple[str, float]]:
 def children_benchmarks(kids: Path, reps: int, quick: bool) -> list[Result]:
     """Benchmarks 8 and 9: inside one gated test, children with and without the contract."""
     results: list[Result] = []
-    print(f"8-9/9 child processes ({reps} blocks of each, interleaved)", file=sys.stderr)
+    print(f"8-9/11 child processes ({reps} blocks of each, interleaved)", file=sys.stderr)
     out = kids / "elapsed.json"
     os.environ["BENCH_OUT"] = str(out)
     done = run_pytest(kids, [*QUIET, "--recompile-budget"])
@@ -484,7 +495,10 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="one small repetition of each")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per variant")
     parser.add_argument(
-        "--only", choices=["children"], default=None, help="run benchmarks 8 and 9 alone"
+        "--only",
+        choices=["children", "isolation"],
+        default=None,
+        help="run benchmarks 8 and 9 (children) or 6, 7, 10 and 11 (isolation) alone",
     )
     args = parser.parse_args()
     quick = args.quick
@@ -510,7 +524,7 @@ def main() -> int:
         root = Path(tmp)
         dirs = {
             name: root / name
-            for name in ("startup", "gated", "hot", "step", "warmed", "inside", "children")
+            for name in ("startup", "gated", "hot", "step", "children", *MODEL_SUITES)
         }
         for path in dirs.values():
             path.mkdir()
@@ -521,11 +535,16 @@ def main() -> int:
         write_step_suite(dirs["step"], backend)
         write_step_conftest(dirs["step"], backend)
         model_tests = 4 if quick else 20
-        write_transformer_suite(dirs["warmed"], model_tests, backend, warmed=True)
-        write_transformer_suite(dirs["inside"], model_tests, backend, warmed=False)
+        for kind in MODEL_SUITES:
+            write_transformer_suite(dirs[kind], model_tests, backend, kind=kind)
         write_children_suite(dirs["children"], 1 if quick else reps, 20)
+        if args.only == "isolation":
+            model_reps = args.reps or verdict_reps
+            results = model_benchmarks(dirs, model_tests, backend, model_reps)
+            print_table(results, model_reps, quick)
+            return 0 if quick or all(r.met for r in results) else 1
 
-        print(f"1/9 start-up ({reps * 2} x 2 runs)", file=sys.stderr)
+        print(f"1/11 start-up ({reps * 2} x 2 runs)", file=sys.stderr)
         start = dirs["startup"]
         off = ["--collect-only", *QUIET, "-p", "no:recompile"]
         on = ["--collect-only", *QUIET]
@@ -552,7 +571,7 @@ def main() -> int:
                    float("inf") if counted else 1.02)
         )  # fmt: skip
 
-        print(f"2/9 gated suite ({reps} x 2 runs)", file=sys.stderr)
+        print(f"2/11 gated suite ({reps} x 2 runs)", file=sys.stderr)
         gated = dirs["gated"]
         run_pytest(gated, [*QUIET, "test_gated.py", "-p", "no:recompile"])  # warm caches
         a, b = interleaved(
@@ -573,7 +592,7 @@ def main() -> int:
         )
         breakdown = where_the_time_goes(gated, sizes["gated_tests"])
 
-        print(f"3/9 hot path ({reps} runs, blocks interleaved in each)", file=sys.stderr)
+        print(f"3/11 hot path ({reps} runs, blocks interleaved in each)", file=sys.stderr)
         hot = dirs["hot"]
         out = hot / "elapsed.json"
         os.environ["BENCH_OUT"] = str(out)
@@ -588,7 +607,7 @@ def main() -> int:
                    blocks["a"], blocks["b"], 1.02)
         )  # fmt: skip
 
-        print(f"4/9 fail-fast saving ({verdict_reps} x 2 runs, cold and warm)", file=sys.stderr)
+        print(f"4/11 fail-fast saving ({verdict_reps} x 2 runs, cold and warm)", file=sys.stderr)
         step = dirs["step"]
         junit = step / "junit.xml"
         ungated = [*QUIET, f"--junitxml={junit}", "-p", "no:recompile"]
@@ -626,46 +645,57 @@ def main() -> int:
                    [r.seconds for r in b], float("inf"))
         )  # fmt: skip
 
-        print("5/9 memory (from the gated suite runs)", file=sys.stderr)
+        print("5/11 memory (from the gated suite runs)", file=sys.stderr)
         results.append(
             Result("memory: peak RSS of the gated suite", "-p no:recompile",
                    "--recompile-budget", memory[0], memory[1], 1.05, unit="MiB")
         )  # fmt: skip
 
-        for index, (key, label, target) in enumerate(
-            (
-                ("warmed", "warmed in a module fixture", 1.10),
-                ("inside", "(no target) first called inside the tests", float("inf")),
-            ),
-            start=6,
-        ):
-            print(f"{index}/9 {label} ({verdict_reps} x 2 runs)", file=sys.stderr)
-            where = dirs[key]
-
-            def fresh_cache(where: Path = where) -> dict[str, str]:
-                return {"TORCHINDUCTOR_CACHE_DIR": str(where / f"cache-{next(fresh)}")}
-
-            a, b = interleaved(
-                verdict_reps,
-                lambda where=where: run_pytest(
-                    where, [*QUIET, "-p", "no:recompile"], env=fresh_cache()
-                ),
-                lambda where=where: run_pytest(
-                    where, [*QUIET, "--recompile-budget"], env=fresh_cache()
-                ),
-            )
-            assert all(r.rc == 0 for r in a + b), f"the {key} suite must pass"
-            results.append(
-                Result(f"{label}: {model_tests} tests x 3 calls of a 2-layer "
-                       f"TransformerEncoder, {backend}, fresh compile cache per run",
-                       "-p no:recompile", "--recompile-budget", [r.seconds for r in a],
-                       [r.seconds for r in b], target)
-            )  # fmt: skip
-
+        results += model_benchmarks(dirs, model_tests, backend, verdict_reps)
         results += children_benchmarks(dirs["children"], reps, quick)
 
     print_table(results, reps, quick, added_ms, breakdown)
     return 0 if quick or all(r.met for r in results) else 1
+
+
+MODEL_SUITES = {
+    "warmed": ("warmed in a module fixture", 1.10),
+    "inside": ("first called inside the tests", 1.10),
+    "rebuilt": ("built and compiled in each test", 1.10),
+    "batches": ("module-level, each test at one of 3 batch sizes", 1.15),
+}
+
+
+def model_benchmarks(
+    dirs: dict[str, Path], model_tests: int, backend: str, verdict_reps: int
+) -> list[Result]:
+    """Benchmarks 6, 7, 10 and 11: the model suites, each side by side, fresh compile cache."""
+    results = []
+    fresh = iter(range(1_000_000))
+    for key, (label, target) in MODEL_SUITES.items():
+        print(f"{label} ({verdict_reps} x 2 runs)", file=sys.stderr)
+        where = dirs[key]
+
+        def fresh_cache(where: Path = where) -> dict[str, str]:
+            return {"TORCHINDUCTOR_CACHE_DIR": str(where / f"cache-{next(fresh)}")}
+
+        a, b = interleaved(
+            verdict_reps,
+            lambda where=where: run_pytest(
+                where, [*QUIET, "-p", "no:recompile"], env=fresh_cache()
+            ),
+            lambda where=where: run_pytest(
+                where, [*QUIET, "--recompile-budget"], env=fresh_cache()
+            ),
+        )
+        assert all(r.rc == 0 for r in a + b), f"the {key} suite must pass"
+        results.append(
+            Result(f"{label}: {model_tests} tests x 3 calls of a 2-layer "
+                   f"TransformerEncoder, {backend}, fresh compile cache per run",
+                   "-p no:recompile", "--recompile-budget", [r.seconds for r in a],
+                   [r.seconds for r in b], target)
+        )  # fmt: skip
+    return results
 
 
 def print_table(

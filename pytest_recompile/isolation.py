@@ -114,6 +114,9 @@ class Ledger:
     dirty: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     # code objects the running test holds an entry of (it would not compile them first)
     held: IdentitySet[CodeType] = field(default_factory=IdentitySet)
+    shown: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # with entries kept now
+    identity: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # entries match ids
+    fixture_codes: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # fixtures' own
     # why a first compile of a code object repeats one an earlier test made: this test
     # refused the offer (again), or the entries dropped could not be offered (unreusable)
     again: IdentityMap[CodeType, str] = field(default_factory=IdentityMap)
@@ -166,9 +169,8 @@ class Ledger:
             for earlier in compiles:  # they ended before this one began
                 if earlier.after is None:
                     earlier.after = state
-            made = Compiled(
-                event, owner, not event.is_recompile, state, entries.config_fingerprint()
-            )
+            config = entries.config_fingerprint(event.inductor)
+            made = Compiled(event, owner, not event.is_recompile, state, config)
         else:
             made = Compiled(event, owner, not event.is_recompile, {}, ())
         compiles.append(made)
@@ -193,6 +195,10 @@ class Ledger:
             self.made[entry.guard_manager] = made
         if owner.kept or self._reusable(entry) is None:
             self.store.setdefault(code, []).append(entry)
+            if owner.kind == "fixture":
+                self.fixture_codes.add(code)
+            if entries.matches_identity(entry):
+                self.identity.add(code)
 
     def _reusable(self, entry: entries.KeptEntry) -> str | None:
         """None if a later test may reuse the entry; else why not."""
@@ -218,7 +224,7 @@ class Ledger:
         no entry stays pending; the newest compile of an id wins, since torch restarts
         compile ids after a reset.
         """
-        seconds: dict[events.CompileKey, float] | None = None
+        timed: list[Compiled] = []
         for code, compiles in list(self.pending.items()):
             matched = set()
             for entry in entries.entries(code):
@@ -227,12 +233,10 @@ class Ledger:
                 cid = str(entry.compile_id)
                 found = [c for c in compiles if c.compile_id == cid]
                 made = found[-1] if found else None
-                if made is not None and self.reuse:
+                if made is not None and made.first and self.reuse:
                     if made.after is None:
                         made.after = entries.state_of(code)  # no compile of it came since
-                    if seconds is None:
-                        seconds = instruments.seconds_by_compile(newest=True)
-                    made.seconds = seconds.get(events.compile_key(code, cid))
+                    timed.append(made)
                 self._own(code, entry, made.owner if made else self.outside, made)
                 matched.add(cid)
             left = [c for c in compiles if c.compile_id not in matched][-_PENDING:]
@@ -240,6 +244,11 @@ class Ledger:
                 self.pending[code] = left
             else:
                 del self.pending[code]
+        if timed:  # what each compile another test may reuse took
+            keys = [events.compile_key(made.event.code, made.compile_id) for made in timed]
+            seconds = instruments.newest_seconds(keys)
+            for made, key in zip(timed, keys, strict=True):
+                made.seconds = seconds.get(key)
 
     # -- reuse ------------------------------------------------------------------------------
 
@@ -271,7 +280,7 @@ class Ledger:
             return False
         code = made.event.code
         why = None
-        if not entries.same_config(made.config, entries.config_fingerprint()):
+        if not entries.same_config(made.config, entries.config_fingerprint(made.event.inductor)):
             why = "another config (torch._dynamo / inductor config patched)"
         elif entries.state_of(code) != made.before:
             why = "other automatic-dynamic state (shapes seen earlier differ)"
@@ -293,8 +302,7 @@ class Ledger:
         else:  # a live fixture's entry stays its own, and is this phase's too
             self.sharers.setdefault(entry.guard_manager, []).append(owner)
         self.held.add(code)
-        if not owner.kept:
-            self.dirty.add(code)
+        self.dirty.add(code)  # the next test finds the offer untaken again
         if self.on_reuse is not None:
             self.on_reuse(owner, made)
         return True
@@ -330,7 +338,7 @@ class Ledger:
             owner.live = False
             if owner in self.fixtures:
                 self.fixtures.remove(owner)
-            for code in list(self.store):
+            for code in list(self.fixture_codes):
                 self.dirty.add(code)
             self.state_dirty = True
 
@@ -407,22 +415,32 @@ class Ledger:
         self.start()
         self.resolve()
         changed = 0
-        restore = bool(self.dirty) or self.state_dirty or using != self.using
-        codes = {id(code): code for code in [*self.dirty, *self.store]}.values()
+        # A reset (torch's, a Dynamo TestCase's, a tracker's) replaced the state object and
+        # emptied every list: everything kept or offered goes back.
+        reset = entries.code_state() is not self.installed_state
+        restore = bool(self.dirty) or self.state_dirty or using != self.using or reset
+        # Only what can have changed is looked at again (a suite's codes grow with its tests):
+        # what the last test compiled or took, what a fixture's lifetime or use changes, and
+        # entries whose guards match objects by identity (they may have died).
+        codes = [*self.dirty, *self.identity]
+        if using != self.using:
+            codes += self.fixture_codes
+        if reset:
+            codes += self.store
         self.using = using
         self.dirty = IdentitySet()
         self.state_dirty = False
-        if begins:
-            self.held = IdentitySet()
-            self.again = IdentityMap()
-        for code in codes:
+        for code in {id(code): code for code in codes}.values():
             try:
                 changed += self._arrange(code)
             except Exception as exc:  # contained: this code object starts empty instead
                 changed += 1
                 self._fault(code, exc)
-        # A reset (torch's, a Dynamo TestCase's, a tracker's) replaced the state object.
-        if restore or changed or entries.code_state() is not self.installed_state:
+        if begins:
+            self.held = IdentitySet()
+            self.held |= self.shown
+            self.again = IdentityMap()
+        if restore or changed:
             self.installed_state = entries.install_code_state(self.start_state())
         return changed
 
@@ -436,6 +454,10 @@ class Ledger:
             if e.guard_manager in self.owners and entries.entry_alive(e)
         ]
         keep = [e for e in alive if self._visible(e)]
+        if keep:
+            self.shown.add(code)
+        else:
+            self.shown.discard(code)
         shown = {id(e) for e in keep}
         reusable = [e for e in alive if id(e) not in shown and self._reusable(e) is None]
         offer = reusable[-_OFFERS:][::-1]  # newest first
@@ -445,8 +467,14 @@ class Ledger:
             self.store[code] = stored
         else:
             self.store.pop(code, None)
-        if keep:
-            self.held.add(code)
+        if any(entries.matches_identity(e) for e in stored):
+            self.identity.add(code)
+        else:
+            self.identity.discard(code)
+        if any(self._fixture_owned(e) for e in stored):
+            self.fixture_codes.add(code)
+        else:
+            self.fixture_codes.discard(code)
         live = entries.entries(code)
         kept, offers = entries.installed(code)
         same = _ids([*live, *kept]) == _ids(keep) and _ids(list(offers)) == _ids(offer)
@@ -462,6 +490,11 @@ class Ledger:
         entries.keep_only(code, keep)
         entries.offer(code, [entries.Offer(e, self.take) for e in offer])
         return 1
+
+    def _fixture_owned(self, entry: entries.KeptEntry) -> bool:
+        owner = self.owners.get(entry.guard_manager)
+        sharers = self.sharers.get(entry.guard_manager, ())
+        return any(o.kind == "fixture" for o in (owner, *sharers) if o is not None)
 
     def _kept_owner(self, entry: entries.KeptEntry) -> bool:
         owner = self.owners.get(entry.guard_manager)

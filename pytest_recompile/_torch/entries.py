@@ -79,6 +79,11 @@ def entry_alive(entry: KeptEntry) -> bool:
     return all(ref() is not None for ref in refs.values())
 
 
+def matches_identity(entry: KeptEntry) -> bool:
+    """Whether the entry's guards match objects by identity (which may die)."""
+    return bool(getattr(entry.guard_manager, "id_matched_objs", None))
+
+
 def kept_entries(code: CodeType) -> tuple[KeptEntry, ...]:
     """The entries re-installed on ``code`` that answer as the running test's: those
     :func:`keep_only` kept, and offers the test took (:func:`offer`).
@@ -404,18 +409,28 @@ def install_code_state(state: dict[Any, Any]) -> Any:
     return installed
 
 
+def _keys_of(code: CodeType, state: Any) -> list[Any]:
+    """torch's keys of ``code``'s automatic-dynamic state: one without a closure, found
+    directly; a closure's code may have one per closure (all of the same place)."""
+    import torch._dynamo.pgo as pgo
+
+    plain = pgo.CodeId.make(code)
+    if not code.co_freevars:
+        return [plain] if plain in state else []
+    return [
+        k
+        for k in state
+        if (k.file_hash, k.firstlineno, k.name) == (plain.file_hash, plain.firstlineno, plain.name)
+    ]
+
+
 def state_of(code: CodeType) -> dict[Any, Any]:
     """The automatic-dynamic state torch keeps for ``code`` (per closure, if any): a copy."""
     state = code_state()
     if not state:
         return {}
-    where = (code.co_filename, code.co_firstlineno, code.co_name)
     return copy_code_state(
-        {
-            key: value
-            for key, value in state.items()
-            if (key.filename, key.firstlineno, key.name) == where and value.automatic_dynamic
-        }
+        {key: state[key] for key in _keys_of(code, state) if state[key].automatic_dynamic}
     )
 
 
@@ -426,12 +441,7 @@ def set_state_of(code: CodeType, state: dict[Any, Any]) -> None:
         current = install_code_state({})
         if current is None:
             return
-    for key in [
-        k
-        for k in current
-        if (k.filename, k.firstlineno, k.name)
-        == (code.co_filename, code.co_firstlineno, code.co_name)
-    ]:
+    for key in _keys_of(code, current):
         del current[key]
     current.update(copy_code_state(state))
 
@@ -451,12 +461,25 @@ def other_closure(code: CodeType, f_locals: Any, *states: dict[Any, Any]) -> boo
     return keyed != {hash(cells)}
 
 
-def config_fingerprint() -> tuple[Any, ...]:
+_DEBUG_BACKENDS = "torch._dynamo.backends.debugging"  # eager, aot_eager, ...: no inductor
+
+
+def reads_inductor_config(compiler_fn: Any) -> bool:
+    """Whether a compile's backend may read inductor's config: any but torch's debugging
+    backends (``eager``, ``aot_eager``, ...), behind torch.compile's wrapper of them."""
+    inner = _innermost_backend(compiler_fn)
+    inner = getattr(inner, "compiler_fn", inner)  # torch.compile(backend="eager")'s wrapper
+    return getattr(inner, "__module__", None) != _DEBUG_BACKENDS
+
+
+def config_fingerprint(inductor: bool = True) -> tuple[Any, ...]:
     """What torch's compile reads beyond guards: the hashes of Dynamo's, AOT autograd's and
-    inductor's config (without the keys torch marks as not affecting compiles); None for a
-    config module not imported yet (no compile used it)."""
+    (``inductor``) inductor's config, without the keys torch marks as not affecting compiles;
+    None for a config module not imported yet or not read (no compile used it)."""
     names = ("torch._dynamo.config", "torch._functorch.config", "torch._inductor.config")
-    found = (sys.modules.get(name) for name in names)
+    found = [sys.modules.get(name) for name in names]
+    if not inductor:
+        found[2] = None
     return tuple(module.get_hash() if module is not None else None for module in found)
 
 

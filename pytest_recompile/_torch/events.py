@@ -53,6 +53,7 @@ class CompileEvent:
     # the dynamic-shape marks on the inputs (entries.input_marks): they decide what it makes
     marks: entries.Marks | None = ()
     filtered: bool = False  # compiled under a guard_filter_fn (fewer guards than a plain one)
+    inductor: bool = True  # its backend may read inductor's config
 
 
 CompileKey = tuple[str, int, str, str]
@@ -248,6 +249,7 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
         values=_equals_values(reasons, user_frame) if recompile else {},
         marks=entries.input_marks(user_frame.f_locals) if user_frame is not None else None,
         filtered=getattr(loc.get("hooks"), "guard_filter_fn", None) is not None,
+        inductor=entries.reads_inductor_config(loc.get("compiler_fn")),
     )
 
 

@@ -205,30 +205,51 @@ def compile_seconds() -> Iterator[dict[events.CompileKey, float]]:
         dynamo_utils.set_compilation_metrics_limit(old_capacity)
 
 
+def newest_seconds(keys: list[events.CompileKey]) -> dict[events.CompileKey, float]:
+    """The seconds of these compiles, each its newest metric's (torch numbers compiles again
+    after a reset), read from the newest metric back until all are found."""
+    if not versions.has_compile_metrics():
+        return {}
+    import torch._dynamo.utils as dynamo_utils
+
+    wanted, found = set(keys), {}
+    for metric in reversed(list(dynamo_utils._compilation_metrics)):
+        if not wanted:
+            break
+        key = _metric_key(metric)
+        if key in wanted and metric.entire_frame_compile_time_s is not None:
+            found[key] = float(metric.entire_frame_compile_time_s)
+            wanted.discard(key)
+    return found
+
+
+def _metric_key(metric: Any) -> events.CompileKey | None:
+    if metric.compile_id is None or metric.is_forward is False:
+        return None
+    return (
+        str(metric.co_filename),
+        int(metric.co_firstlineno or 0),
+        str(metric.co_name),
+        str(metric.compile_id),
+    )
+
+
 def seconds_by_compile(
-    skip: frozenset[int] | set[int] = frozenset(), *, newest: bool = False
+    skip: frozenset[int] | set[int] = frozenset(),
 ) -> dict[events.CompileKey, float]:
     """``entire_frame_compile_time_s`` per compile, of the metrics torch still holds (but
-    those whose ``id`` is in ``skip``; lazy backward compiles left out). torch numbers
-    compiles again after a reset: the seconds of each key add up, or (``newest``) are the
-    latest compile's."""
+    those whose ``id`` is in ``skip``; lazy backward compiles left out); torch numbers
+    compiles again after a reset: the seconds of a key add up."""
     if not versions.has_compile_metrics():
         return {}
     import torch._dynamo.utils as dynamo_utils
 
     result: dict[events.CompileKey, float] = {}
     for metric in list(dynamo_utils._compilation_metrics):
-        if id(metric) in skip or metric.is_forward is False:
-            continue
+        key = _metric_key(metric)
         seconds = metric.entire_frame_compile_time_s
-        if metric.compile_id is not None and seconds is not None:
-            key = (
-                str(metric.co_filename),
-                int(metric.co_firstlineno or 0),
-                str(metric.co_name),
-                str(metric.compile_id),
-            )
-            result[key] = float(seconds) + (0.0 if newest else result.get(key, 0.0))
+        if id(metric) not in skip and key is not None and seconds is not None:
+            result[key] = result.get(key, 0.0) + float(seconds)
     return result
 
 
