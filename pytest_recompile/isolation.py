@@ -462,7 +462,11 @@ class Ledger:
         reusable = [e for e in alive if id(e) not in shown and self._reusable(e) is None]
         offer = reusable[-_OFFERS:][::-1]  # newest first
         offered = {id(e) for e in offer}
-        stored = [e for e in alive if id(e) in shown or id(e) in offered or self._kept_owner(e)]
+        stored = [
+            e
+            for e in alive
+            if id(e) in shown or id(e) in offered or any(o.kept for o in self._all_owners(e))
+        ]
         if stored:
             self.store[code] = stored
         else:
@@ -471,7 +475,7 @@ class Ledger:
             self.identity.add(code)
         else:
             self.identity.discard(code)
-        if any(self._fixture_owned(e) for e in stored):
+        if any(o.kind == "fixture" for e in stored for o in self._all_owners(e)):
             self.fixture_codes.add(code)
         else:
             self.fixture_codes.discard(code)
@@ -491,15 +495,11 @@ class Ledger:
         entries.offer(code, [entries.Offer(e, self.take) for e in offer])
         return 1
 
-    def _fixture_owned(self, entry: entries.KeptEntry) -> bool:
+    def _all_owners(self, entry: entries.KeptEntry) -> list[Owner]:
+        """Who compiled the entry, and the phases that took it as theirs since."""
         owner = self.owners.get(entry.guard_manager)
-        sharers = self.sharers.get(entry.guard_manager, ())
-        return any(o.kind == "fixture" for o in (owner, *sharers) if o is not None)
-
-    def _kept_owner(self, entry: entries.KeptEntry) -> bool:
-        owner = self.owners.get(entry.guard_manager)
-        sharers = self.sharers.get(entry.guard_manager, ())
-        return any(o.kept for o in (owner, *sharers) if o is not None)
+        sharers = self.sharers.get(entry.guard_manager, [])
+        return [owner, *sharers] if owner is not None else list(sharers)
 
     def _why_not(self, dropped: list[entries.KeptEntry]) -> str | None:
         for entry in dropped:

@@ -297,7 +297,11 @@ _TAKING = threading.Lock()  # one thread takes an offer, once
 
 def filters_guards(callback: Any) -> bool:
     """Whether a torch.compile wrapper's callback drops guards (``guard_filter_fn``)."""
-    hooks = getattr(callback, "_hooks", None)
+    return hooks_filter_guards(getattr(callback, "_hooks", None))
+
+
+def hooks_filter_guards(hooks: Any) -> bool:
+    """Whether torch's compile hooks (a callback's, or ``_compile``'s) drop guards."""
     return getattr(hooks, "guard_filter_fn", None) is not None
 
 

@@ -248,7 +248,7 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
         limit=f"{limit_type} ({getattr(config, limit_type)})" if exceeded else None,
         values=_equals_values(reasons, user_frame) if recompile else {},
         marks=entries.input_marks(user_frame.f_locals) if user_frame is not None else None,
-        filtered=getattr(loc.get("hooks"), "guard_filter_fn", None) is not None,
+        filtered=entries.hooks_filter_guards(loc.get("hooks")),
         inductor=entries.reads_inductor_config(loc.get("compiler_fn")),
     )
 
