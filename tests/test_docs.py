@@ -291,19 +291,102 @@ def test_the_three_ways_to_gate(
     (recompile,) = marked["functions"][0]["recompiles"]
     reason = recompile["reasons"][0]
     assert (reason["kind"], reason["text"]) == ("EQUALS_MATCH", "n == 2")
-    # The ini option, then the flag, gate every test: the fixture's test goes over 0, the
-    # marker wins for its own.
-    over = "*1 recompile of decode (TENSOR_MATCH(size)*), budget 0 ("
+    # The ini option, then the flag, gate every test: each test's marker wins for its own.
+    write(pytester, "pyproject.toml", ini)
+    inner().assert_outcomes(passed=2)
+    (pytester.path / "pyproject.toml").unlink()
+    for command in commands.commands:
+        inner(*pytest_args(command)).assert_outcomes(passed=2)
+
+    # What the text after the fixture's example says: without its marker, the default budget
+    # (ini option or flag) stops the test at its recompile.
+    unmarked = fixture.text.replace("@pytest.mark.allow_recompiles", "# (no marker)")
+    assert unmarked != fixture.text
+    (pytester.path / "tests" / "test_fixture.py").write_text(unmarked)
+    over = "*1 recompile of decode (TENSOR_MATCH(size): *), budget 0 ("
     write(pytester, "pyproject.toml", ini)
     by_ini = inner()
     by_ini.assert_outcomes(passed=1, failed=1)
     by_ini.stdout.fnmatch_lines([f"{over}recompile_budget*"])
     (pytester.path / "pyproject.toml").unlink()
-
     budget_0, budget_2 = (inner(*pytest_args(c)) for c in commands.commands)
     budget_0.assert_outcomes(passed=1, failed=1)
-    budget_0.stdout.fnmatch_lines([f"{over}--recompile-budget=0)"])
+    budget_0.stdout.fnmatch_lines(
+        [f"{over}--recompile-budget=0)", "*fail-fast: stopped at * in test_decoder, before *"]
+    )
     budget_2.assert_outcomes(passed=2)
+
+
+DIRECTORY_TESTS = {
+    "tests/compiled/test_model.py": """
+import pytest
+import torch
+
+
+@torch.compile(backend="eager")
+def double(x):
+    return x * 2
+
+
+def test_two_sizes():
+    double(torch.ones(2))
+    double(torch.ones(3))  # 1 recompile
+
+
+@pytest.mark.max_recompiles(1)
+def test_two_sizes_on_purpose():
+    double(torch.ones(2))
+    double(torch.ones(3))
+""",
+    "tests/other/test_other.py": """
+import torch
+
+
+@torch.compile(backend="eager")
+def triple(x):
+    return x * 3
+
+
+def test_elsewhere():
+    triple(torch.ones(2))
+    triple(torch.ones(3))  # 1 recompile, outside the gated directory
+""",
+}
+
+
+def test_gating_one_directory(
+    request: pytest.FixtureRequest, inner: Run, pytester: pytest.Pytester
+) -> None:
+    found = checked_blocks(request)
+    (command,) = of(found, "shell")
+    (ini,) = of(found, "toml")
+    (conftest,) = of(found, "python")
+    for name, source in DIRECTORY_TESTS.items():
+        (pytester.path / name).parent.mkdir(parents=True, exist_ok=True)
+        (pytester.path / name).write_text(source)
+    inner("tests").assert_outcomes(passed=3)  # ungated
+    gated = "FAILED tests/compiled/test_model.py::test_two_sizes - *"
+
+    # A run of the directory, by its path or by testpaths: the other directory is not collected.
+    (args,) = (pytest_args(c) for c in command.commands)
+    by_path = inner(*args)
+    by_path.assert_outcomes(failed=1, passed=1)
+    by_path.stdout.fnmatch_lines([gated])
+    write(pytester, "pyproject.toml", ini)
+    by_ini = inner()
+    by_ini.assert_outcomes(failed=1, passed=1)
+    by_ini.stdout.fnmatch_lines([gated])
+    (pytester.path / "pyproject.toml").unlink()
+
+    # The conftest hook, in a run of everything: only the directory's tests are gated, and the
+    # test with a count of its own keeps it.
+    where = conftest.lines[0].removeprefix("# ")
+    assert where == "tests/compiled/conftest.py"
+    write(pytester, where, conftest)
+    by_hook = inner("tests")
+    by_hook.assert_outcomes(failed=1, passed=2)
+    over = "*1 recompile of double (*), budget 0 (@max_recompiles(0))"
+    by_hook.stdout.fnmatch_lines([over, gated])
 
 
 def test_graph_breaks(
