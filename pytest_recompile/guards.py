@@ -85,22 +85,69 @@ def normalise_kind(name: str) -> str | None:
     return ALIASES.get(upper)
 
 
-def check_kind(name: object, where: str) -> str:
-    """A kind a user named (a marker argument); raise UnknownKind with the closest match."""
+# TENSOR_MATCH's details, as labels show them: TENSOR_MATCH(size), TENSOR_MATCH(dtype), ...
+TENSOR_DETAILS = (
+    "size",
+    "stride",
+    "dtype",
+    "rank",
+    "requires_grad",
+    "device",
+    "storage_offset",
+    "type",
+)
+_KIND_DETAIL = re.compile(r"^\s*(?P<kind>\w+)\s*\((?P<detail>.*)\)\s*$", re.DOTALL)
+
+
+def check_kind(name: object, where: str, *, details: bool = True) -> str:
+    """A kind a user named (a marker argument): ``KIND``, a torch alias, or, where
+    ``details``, ``KIND(detail)`` such as ``TENSOR_MATCH(size)`` or
+    ``GLOBAL_STATE(grad_mode)``; returned as the vocabulary spells it. Raise UnknownKind
+    with the closest match."""
     if not isinstance(name, str):
         raise UnknownKind(
             f"{where}: guard kinds are strings such as 'TENSOR_MATCH', got {name!r} "
             f"({type(name).__name__})"
         )
-    kind = normalise_kind(name)
+    parts = _KIND_DETAIL.match(name)
+    kind = normalise_kind(parts.group("kind") if parts else name)
     if kind is None:
-        close = difflib.get_close_matches(name.upper(), [*KINDS, *ALIASES], n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        typed = parts.group("kind") if parts else name
+        close = difflib.get_close_matches(typed.upper(), [*KINDS, *ALIASES], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise UnknownKind(
-            f"{where}: unknown guard kind {name!r}{hint} Valid kinds: {', '.join(KINDS)} "
-            f"(torch's aliases {', '.join(sorted(ALIASES))} are accepted too)"
+            f"{where}: unknown guard kind {name!r}{hint}; valid kinds: {', '.join(KINDS)} "
+            f"(torch's aliases {', '.join(sorted(ALIASES))} are accepted too), each also "
+            "as KIND(detail), such as 'TENSOR_MATCH(size)'"
         )
-    return kind
+    if parts is None:
+        return kind
+    detail = parts.group("detail").strip()
+    if not details:
+        raise UnknownKind(
+            f"{where}: {name!r}: installed guards have no detail (one TENSOR_MATCH checks "
+            f"dtype, device, size and stride together); name the kind alone, {kind!r}"
+        )
+    if not detail:
+        raise UnknownKind(f"{where}: {name!r} names no detail; write {kind!r} for any")
+    if kind == "TENSOR_MATCH":
+        detail = detail.lower()
+        if detail not in TENSOR_DETAILS:
+            raise UnknownKind(
+                f"{where}: unknown detail {detail!r} in {name!r}; TENSOR_MATCH's details are "
+                f"{', '.join(TENSOR_DETAILS)}"
+            )
+    return label_for(kind, detail)
+
+
+def kind_matches(kinds: frozenset[str], kind: str, detail: str | None) -> bool:
+    """Whether a guard of ``kind`` and ``detail`` is among ``kinds``: by its kind, or, for
+    ``KIND(detail)``, by each of its details (``GLOBAL_STATE changed: grad_mode, ...`` names
+    several flags: each must be named)."""
+    if kind in kinds:
+        return True
+    parts = [part.strip() for part in (detail or "").split(",") if part.strip()]
+    return bool(parts) and all(label_for(kind, part) in kinds for part in parts)
 
 
 # -- reasons --------------------------------------------------------------------------------
@@ -434,8 +481,11 @@ class GraphBreak:
     hint: str | None  # torch's first hint, when it gave one
 
     @property
-    def site(self) -> tuple[str, int, str]:
-        return (self.filename, self.lineno, self.reason)
+    def site(self) -> tuple[str, int]:
+        """Its place in the code. torch may word one break twice (``Data-dependent
+        branching`` in the inlined frame, ``generic_jump`` in the frame it restarts, and
+        again in its resume function): one site."""
+        return (self.filename, self.lineno)
 
     def to_dict(self) -> GraphBreakResult:
         return {
@@ -457,8 +507,9 @@ def graph_break(text: str, filename: str, lineno: int, function: str, line: str)
 
 
 def distinct_breaks(breaks: list[GraphBreak]) -> list[GraphBreak]:
-    """One per site: a break compiled twice (a recompile, a restart) is still one break."""
-    seen: dict[tuple[str, int, str], GraphBreak] = {}
+    """One per site (place in the code): a break compiled twice (a recompile, a restart,
+    torch's second wording of it) is still one break; the first wording is kept."""
+    seen: dict[tuple[str, int], GraphBreak] = {}
     for found in breaks:
         seen.setdefault(found.site, found)
     return list(seen.values())

@@ -140,8 +140,11 @@ def _parse_max_recompiles(mark: MarkLike, where: str) -> tuple[int, str | None]:
     return count, function
 
 
-def _kinds(marks: Iterable[MarkLike], form: str, where: str) -> Rule[frozenset[str]] | None:
-    """The union of the kinds named by stacked markers (aliases normalised), or None."""
+def _kinds(
+    marks: Iterable[MarkLike], form: str, where: str, *, details: bool = True
+) -> Rule[frozenset[str]] | None:
+    """The union of the kinds named by stacked markers (aliases normalised, ``KIND(detail)``
+    where ``details``), or None."""
     from .guards import UnknownKind, check_kind
 
     kinds: set[str] = set()
@@ -154,7 +157,7 @@ def _kinds(marks: Iterable[MarkLike], form: str, where: str) -> Rule[frozenset[s
             )
         for arg in mark.args:
             try:
-                kinds.add(check_kind(arg, where))
+                kinds.add(check_kind(arg, where, details=details))
             except UnknownKind as exc:
                 raise BudgetError(str(exc)) from None
             named.append(repr(arg))
@@ -231,6 +234,7 @@ def rules_from_marks(marks: Mapping[str, Iterable[MarkLike]], where: str) -> tup
             marks.get(FORBID_GUARDS, ()),
             FORBID_GUARDS_FORM,
             f"@pytest.mark.{FORBID_GUARDS} on {where}",
+            details=False,
         ),
         fullgraph=f"@pytest.mark.{FULLGRAPH}" if fullgraph else None,
         max_graph_breaks=_count_marker(

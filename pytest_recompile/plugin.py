@@ -9,12 +9,14 @@ pass over the collected items.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PROCESS_MODES
+from .names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PREFIX, PROCESS_MODES
+from .notices import RecompileMarkerIgnored, warn_at
 from .settings import (
     BARE_FLAG_HINT,
     SETTINGS_KEY,
@@ -40,11 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="gate every test: at most N torch.compile recompiles (bare flag: 0). "
         f"{BARE_FLAG_HINT}.",
     )
-    parser.addini(
-        "recompile_budget",
-        "default recompile budget of every test, like --recompile-budget=N (empty: off)",
-        default="",
-    )
+    add_budget_ini(parser)
     add_choice_option(
         group,
         parser,
@@ -127,6 +125,17 @@ def add_path_option(group: pytest.OptionGroup, parser: pytest.Parser, name: str,
     flag = f"--recompile-{name.replace('_', '-')}"
     group.addoption(flag, default=None, dest=f"recompile_{name}", metavar="PATH", help=help)
     parser.addini(f"recompile_{name}", f"like {flag} (relative to rootdir)", default="")
+
+
+def add_budget_ini(parser: pytest.Parser) -> None:
+    """``recompile_budget``: an int or a string. pytest 9.2+ takes ``int | str``, so that
+    ``recompile_budget = 1`` in its native ``[tool.pytest]`` table is read; older pytest
+    asserts on a type it does not know, and reads ini files as strings anyway."""
+    help = "default recompile budget of every test, like --recompile-budget=N (empty: off)"
+    try:
+        parser.addini("recompile_budget", help, type=int | str, default="")
+    except (AssertionError, ValueError, TypeError):
+        parser.addini("recompile_budget", help, default="")
 
 
 def add_choice_option(
@@ -271,6 +280,50 @@ class MarkerCheck:
         from .budgets import marker_errors
 
         return marker_errors(items, self.settings)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """pytest reads ``pytestmark`` in test modules only: one in a conftest.py gates
+        nothing. Say so once per file, with the two ways that do gate a directory."""
+        for plugin in session.config.pluginmanager.get_plugins():
+            path = str(getattr(plugin, "__file__", None) or "")
+            if os.path.basename(path) != "conftest.py":
+                continue
+            names = sorted({m.name for m in _marks_of(getattr(plugin, "pytestmark", ()))} & _NAMES)
+            if names:
+                warn_at(
+                    RecompileMarkerIgnored(
+                        f"{PREFIX} pytestmark in {_shown(path, session)} carries "
+                        f"{', '.join(f'@pytest.mark.{n}' for n in names)}, which pytest never "
+                        "applies (it reads pytestmark in test modules only): no test is gated by "
+                        "it. To gate a directory, add the marker in that conftest's "
+                        "pytest_collection_modifyitems hook, or set the ini option "
+                        "recompile_budget for a run over that directory"
+                    ),
+                    path,
+                    _line_of(path, "pytestmark"),
+                )
+
+
+def _marks_of(value: object) -> list[pytest.Mark]:
+    """The marks of a ``pytestmark`` value: one mark (decorator) or a list of them."""
+    found = value if isinstance(value, (list, tuple)) else [value]
+    marks = [getattr(one, "mark", one) for one in found]
+    return [mark for mark in marks if isinstance(mark, pytest.Mark)]
+
+
+def _shown(path: str, session: pytest.Session) -> str:
+    try:
+        return os.path.relpath(path, session.config.rootpath)
+    except ValueError:  # another drive (Windows)
+        return path
+
+
+def _line_of(path: str, name: str) -> int:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return next((n for n, line in enumerate(file, 1) if line.startswith(name)), 1)
+    except OSError:
+        return 1
 
 
 class MarkerScan:

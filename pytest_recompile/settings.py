@@ -93,13 +93,22 @@ class Settings:
 def _default_budget(config: pytest.Config) -> Rule[int] | None:
     """--recompile-budget=N, else the ini option recompile_budget, else None."""
     value: int | None = config.getoption("recompile_budget")
-    ini = str(config.getini("recompile_budget") or "").strip()
-    if value is None and not ini:
+    if value is not None:
+        from .markers import Rule
+
+        return Rule(value, f"--recompile-budget={value}")
+    try:
+        raw: object = config.getini("recompile_budget")
+    except (pytest.UsageError, TypeError) as exc:  # pytest 9.0/9.1: an int in [tool.pytest]
+        raise pytest.UsageError(
+            f"{PREFIX} ini option recompile_budget: {exc}; this pytest reads it as a string "
+            'only: write recompile_budget = "1", or use pytest 9.2 or newer'
+        ) from None
+    ini = str(raw if raw is not None else "").strip()  # an int from [tool.pytest] too
+    if ini == "":
         return None
     from .markers import BudgetError, Rule, parse_count_text
 
-    if value is not None:
-        return Rule(value, f"--recompile-budget={value}")
     try:
         value = parse_count_text(ini, f"{PREFIX} ini option recompile_budget")
     except BudgetError as exc:

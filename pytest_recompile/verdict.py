@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .guards import GraphBreak, InstalledGuard, Reason, distinct_breaks
+from .guards import GraphBreak, InstalledGuard, Reason, distinct_breaks, kind_matches
 from .markers import Budget
 from .results import FunctionResult, RecompileResult, RuleKind
 
@@ -50,6 +50,7 @@ class FunctionRecord:
     saved_seconds: float = 0.0  # what those compiles took when they ran
     limit: str | None = None  # "recompile_limit (8)" once torch gave up and ran it eagerly
     limit_hits: int = 0
+    limit_raised: bool = False  # at the limit torch raised FailOnRecompileLimitHit instead
     guards: list[InstalledGuard] | None = None  # installed guards, once inventoried
 
     @property
@@ -102,7 +103,9 @@ def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ..
     """The reasons of a recompile whose kind ``expect_guards`` does not allow."""
     if budget.expect is None:
         return ()
-    return tuple(r for r in recompile.reasons if r.kind not in budget.expect.value)
+    return tuple(
+        r for r in recompile.reasons if not kind_matches(budget.expect.value, r.kind, r.detail)
+    )
 
 
 def unknown_functions(

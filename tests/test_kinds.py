@@ -17,6 +17,7 @@ from pytest_recompile.guards import (
     UnknownKind,
     check_kind,
     hint_for,
+    kind_matches,
     normalise_kind,
     parse_reason,
 )
@@ -306,6 +307,64 @@ def test_aliases_and_unknown_kinds() -> None:
         check_kind(3, "here")
 
 
+def test_kind_with_a_detail() -> None:
+    assert check_kind("TENSOR_MATCH(size)", "here") == "TENSOR_MATCH(size)"
+    assert check_kind("tensor_match( Size )", "here") == "TENSOR_MATCH(size)"
+    assert check_kind("CHECK_TENSOR(dtype)", "here") == "TENSOR_MATCH(dtype)"
+    assert check_kind("GLOBAL_STATE(grad_mode)", "here") == "GLOBAL_STATE(grad_mode)"
+    assert check_kind("GLOBAL_STATE(autocast(cpu)_enabled)", "here") == (
+        "GLOBAL_STATE(autocast(cpu)_enabled)"
+    )
+    with pytest.raises(UnknownKind, match=r"unknown detail 'sise'.*size, stride, dtype"):
+        check_kind("TENSOR_MATCH(sise)", "here")
+    with pytest.raises(UnknownKind, match=r"'TENSOR_MATCH\(\)' names no detail"):
+        check_kind("TENSOR_MATCH()", "here")
+    with pytest.raises(UnknownKind, match="installed guards have no detail"):
+        check_kind("TENSOR_MATCH(size)", "here", details=False)
+    with pytest.raises(UnknownKind, match=r"unknown guard kind 'NOT_A_KIND'; valid kinds: "):
+        check_kind("NOT_A_KIND", "here")
+    size = frozenset({"TENSOR_MATCH(size)", "GLOBAL_STATE(grad_mode)"})
+    assert kind_matches(size, "TENSOR_MATCH", "size")
+    assert not kind_matches(size, "TENSOR_MATCH", "dtype")
+    assert not kind_matches(size, "TENSOR_MATCH", None)
+    assert kind_matches(size, "GLOBAL_STATE", "grad_mode")
+    assert not kind_matches(size, "GLOBAL_STATE", "grad_mode, deterministic_algorithms")
+    assert kind_matches(frozenset({"TENSOR_MATCH"}), "TENSOR_MATCH", "dtype")
+
+
+def test_expect_guards_with_a_detail_matches_that_detail_only(run) -> None:
+    result = run(
+        DOUBLE
+        + """
+@pytest.mark.max_recompiles(3)
+@pytest.mark.expect_guards("TENSOR_MATCH(size)", "GLOBAL_STATE(grad_mode)")
+def test_sizes_and_grad_mode():
+    double(torch.ones(2))
+    double(torch.ones(3))
+    with torch.no_grad():
+        double(torch.ones(3))
+
+@pytest.mark.max_recompiles(3)
+@pytest.mark.expect_guards("TENSOR_MATCH(size)")
+def test_dtype_is_not_a_size():
+    double(torch.ones(2))
+    double(torch.ones(2, dtype=torch.float64))
+"""
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*'double' recompiled because of TENSOR_MATCH(dtype), not a kind this test expects "
+            "(@expect_guards('TENSOR_MATCH(size)')): tensor 'x' dtype mismatch*",
+        ]
+    )
+
+
+def test_forbid_guards_takes_no_detail(run) -> None:
+    result = run('@pytest.mark.forbid_guards("TENSOR_MATCH(size)")\ndef test_x():\n    pass\n')
+    assert_marker_error(result, "*'TENSOR_MATCH(size)': installed guards have no detail*")
+
+
 def test_hints_name_the_usual_fix() -> None:
     assert "mark_dynamic" in hint_for("TENSOR_MATCH", "size", "x", "")
     assert "mark_unbacked" in hint_for("SHAPE_ENV", "0/1 specialization", None, "2 <= x")
@@ -388,7 +447,7 @@ def test_unknown_kind_is_a_usage_error_with_the_closest(run) -> None:
     assert_marker_error(
         result,
         "*@pytest.mark.expect_guards on test_it.py::test_x: unknown guard kind "
-        "'TENSOR_MATHC'; did you mean 'TENSOR_MATCH'? Valid kinds: TENSOR_MATCH, EQUALS_MATCH*",
+        "'TENSOR_MATHC' (did you mean 'TENSOR_MATCH'?); valid kinds: TENSOR_MATCH, EQUALS_MATCH*",
     )
 
 

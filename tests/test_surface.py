@@ -35,7 +35,7 @@ def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
             "*--recompile-mode=*",
             "*--recompile-keep-caches*",
             "*--recompile-fullgraph*",
-            "*recompile_budget (string)*",
+            "*recompile_budget (*string)*",
             "*recompile_mode (string)*",
             "*recompile_keep_caches (bool)*",
             "*recompile_fullgraph (bool)*",
@@ -159,6 +159,46 @@ def test_bad_ini_values(run, pytester: pytest.Pytester, ini: str, message: str) 
     result = run("def test_x():\n    pass\n")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{PREFIX} {message}*"])
+
+
+@pytest.mark.parametrize("value", ["1", '"1"'])
+def test_budget_in_pytest9s_native_toml_table(run, pytester: pytest.Pytester, value: str) -> None:
+    """``recompile_budget = 1`` (an int) where pytest reads ``[tool.pytest]`` natively."""
+    if pytest.version_tuple < (9, 2) and value == "1":
+        pytester.makepyprojecttoml(f"[tool.pytest]\nrecompile_budget = {value}\n")
+        result = run("def test_x():\n    pass\n")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(['*write recompile_budget = "1", or use pytest 9.2 or newer*'])
+        return
+    if pytest.version_tuple < (9,):
+        pytest.skip("pytest 8 reads no [tool.pytest] table")
+    pytester.makepyprojecttoml(f"[tool.pytest]\nrecompile_budget = {value}\n")
+    result = run(RECOMPILES.replace("@pytest.mark.max_recompiles(0)\n", ""))
+    result.assert_outcomes(passed=1)  # one recompile, budget 1
+    result.stdout.fnmatch_lines(["*default budget 1 (recompile_budget=1 (ini))*"])
+
+
+def test_a_conftests_pytestmark_warns_once_naming_the_file(pytester: pytest.Pytester) -> None:
+    """pytest never applies ``pytestmark`` in a conftest.py: a marker of ours there would
+    gate nothing, silently."""
+    pytester.makepyfile(
+        **{
+            "gated/conftest.py": "import pytest\n\n"
+            "pytestmark = [pytest.mark.max_recompiles(0), pytest.mark.usefixtures('tmp_path')]\n",
+            "gated/test_a.py": "def test_a():\n    pass\n\ndef test_b():\n    pass\n",
+            "conftest.py": "import pytest\n\npytestmark = pytest.mark.skip\n",
+        }
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-W", "error", "-m", "not nothing")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*gated/conftest.py:3: RecompileMarkerIgnored: pytest-recompile: pytestmark in "
+            "gated/conftest.py carries @pytest.mark.max_recompiles, which pytest never applies*"
+        ]
+    )
+    assert result.stdout.str().count("RecompileMarkerIgnored") == 1
+    assert "import torch" not in result.stdout.str()
 
 
 def test_bad_cli_mode(run) -> None:
