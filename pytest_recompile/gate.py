@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import warnings
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, NoReturn
 
@@ -26,11 +25,17 @@ from ._torch import entries, events, hooks, instruments, versions
 from .budgets import assign_budgets
 from .isolation import Compiled, Ledger, Owner
 from .names import PREFIX
+from .notices import RecompileStateLeak, warn_at
 from .outcome import TestVerdict, raised
 from .report import failure_message, fixture_result, junit_properties, summarize_test
 from .results import ProcessResult, TestSummary
 from .settings import BUDGET_KEY, FIXTURES_KEY, VERDICT_KEY, Settings
+from .threads import Threads
 from .tracker import RecompileBudgetExceeded, RecompileGateError, RecompileTracker, stopped_message
+
+# What the running gated test started from (torch.compile's stance, Dynamo's config): what
+# is different after its teardown, its own finalizers included, it left behind.
+STATE_KEY: pytest.StashKey[instruments.CompileState] = pytest.StashKey()
 
 
 class Gate:
@@ -49,9 +54,13 @@ class Gate:
         self.keeps_entries = True  # False: this torch needs a full reset instead
         self.reset_pending = False  # the full reset waits until the wider fixtures are set up
         self._unhook: Any = None
+        self._unstop: Any = None
         self.spool: processes.Spool | None = None  # children's records (processes on)
         self.test_token: str | None = None  # what children's compiles go to now, if gated
         self.degraded: list[str] = []  # features this torch lacks, told once on a report
+        self.threads = Threads()
+        # wider fixtures being torn down -> the compile state before their teardown
+        self.teardown_states: dict[int, instruments.CompileState | None] = {}
 
     # -- hooks: each hands off ------------------------------------------------------------------
 
@@ -76,6 +85,7 @@ class Gate:
         return (yield from self.wider_fixture_setup(fixturedef, request))
 
     def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any]) -> None:
+        self._theirs(self.teardown_states.pop(id(fixturedef), None))
         ended_teardown, gone = self.ledger.torn_down(id(fixturedef))
         if ended_teardown:
             self._announce_test()
@@ -124,6 +134,7 @@ class Gate:
         self.ledger.on_reuse = self.on_reuse
         self.degraded = self._contained(versions.degraded_lines) or []
         self._unhook = hooks.install_compile_hook(self.on_compile)
+        self._unstop = hooks.on_stopped(self.on_stopped)
         self._contained(self.ledger.start)
         if not processes._FORK_HOOK and hasattr(os, "register_at_fork"):  # not on Windows
             processes._FORK_HOOK.append(True)
@@ -139,6 +150,7 @@ class Gate:
                 tracker.stop()
         if self._unhook is not None:
             self._unhook()
+            self._unstop()
             self._unhook = None
         if self.spool is not None:
             self.spool.close()
@@ -150,11 +162,19 @@ class Gate:
         """Every compile of the session: who owns it, and the tracker that records it."""
         again = self._contained(self.ledger.compiled_again, event)
         owner = self._contained(self.ledger.note, event) or self.ledger.current
+        if self.threads.leftover(event):  # an earlier test's thread: never the running test's
+            return
         tracker = self._tracker_of(owner)
         if owner.kind == "fixture" and event.is_recompile and tracker is not None:
             self._contained(self.ledger.note_against, owner, event)
         if tracker is not None:
             tracker.on_compile(event, again=again)
+
+    def on_stopped(self, event: events.CompileEvent) -> None:
+        """A compile a warm block stopped: the running phase's, counted as stopped."""
+        tracker = self._tracker_of(self.ledger.current)
+        if tracker is not None:
+            self._contained(tracker.on_stopped, event)
 
     def on_reuse(self, owner: Owner, made: Compiled) -> None:
         """An earlier test's first compile answered a call of this phase: recorded as its
@@ -248,6 +268,7 @@ class Gate:
             else:
                 self.reset_pending = True
         self.ledger.reusing = isolated and self.keeps_entries
+        self.threads.begin(item.nodeid)
         self.item = item
         self.test_owner = Owner("test", item.nodeid)
         self.ledger.phase = [self.test_owner]
@@ -257,6 +278,7 @@ class Gate:
             )
             self.tracker = tracker.start()
             item.stash[VERDICT_KEY] = TestVerdict(tracker)
+            item.stash[STATE_KEY] = instruments.compile_state()
             if self.spool is not None:
                 self.test_token = self.spool.announce("test", item.nodeid, budget, tracker.mode)
         self.isolating_setup = isolated and self.keeps_entries
@@ -266,16 +288,20 @@ class Gate:
     ) -> Generator[None, Any, Any]:
         """A wider fixture's set-up: recorded under the fixture, charged to no test."""
         owner = Owner("fixture", fixturedef.argname, fixturedef.scope, request.node.nodeid)
+        alive = self.threads.alive()
         tracker = RecompileTracker(mode="report-only", reset=False, warm_start=True, listen=False)
         if self.tracker is not None:
             self.tracker.pause()
         self._contained(self.ledger.enter, owner)
         self.fixture_trackers.append(tracker.start())
         token = self._announce("fixture", owner.describe())
+        before = self._state_now()
         try:
             with self._own_rules_off():
                 return (yield)
         finally:
+            self._theirs(before)
+            self.threads.started(alive, f"fixture {owner.describe()}")
             self.fixture_trackers.pop()
             tracker.stop()
             self._announce_test()
@@ -286,6 +312,7 @@ class Gate:
             fixturedef.addfinalizer(
                 functools.partial(self.ledger.teardown_begins, id(fixturedef), owner)
             )
+            fixturedef.addfinalizer(functools.partial(self._tearing_down, id(fixturedef)))
             fixturedef.addfinalizer(functools.partial(self._announce, None))
             self._contained(self._note_fixture, owner, tracker, token)
 
@@ -295,6 +322,25 @@ class Gate:
         if (tracker.records or children) and self.item is not None:
             result = fixture_result(owner, tracker.records, tracker.graph_breaks, children)
             self.item.stash[FIXTURES_KEY].append(result)
+
+    def _state_now(self) -> instruments.CompileState | None:
+        """The compile state now, while a gated test runs (its leak check needs it)."""
+        if self.item is None or STATE_KEY not in self.item.stash:
+            return None
+        return self._contained(instruments.compile_state)  # type: ignore[no-any-return]
+
+    def _tearing_down(self, key: int) -> None:
+        self.teardown_states[key] = self._state_now()
+
+    def _theirs(self, before: instruments.CompileState | None) -> None:
+        """A wider fixture's set-up or teardown ran since ``before``: what it changed is not
+        the running test's to restore."""
+        if before is None or self.item is None or STATE_KEY not in self.item.stash:
+            return
+        after = self._contained(instruments.compile_state)
+        if after is not None:
+            saved = self.item.stash[STATE_KEY]
+            self.item.stash[STATE_KEY] = instruments.rebased(saved, before, after)
 
     @contextlib.contextmanager
     def _own_rules_off(self) -> Iterator[None]:
@@ -307,14 +353,11 @@ class Gate:
             yield
 
     def call_phase(self, item: pytest.Item, verdict: TestVerdict) -> Generator[None, None, None]:
-        state = instruments.compile_state()
         failure: BaseException | None = None
         try:
             result = yield
         except BaseException as exc:
             failure = exc
-        finally:
-            _restore(item, state)
         self._contained(self._note_children, verdict)
         own = verdict.outcome(failure, str(item.config.rootpath))
         enforced = self.settings.enforced
@@ -335,6 +378,10 @@ class Gate:
         except RecompileBudgetExceeded as exc:  # a function-scoped fixture's teardown
             stopped = exc
         finally:
+            state = item.stash.get(STATE_KEY, None)
+            if state is not None:  # after the test's own finalizers: they may restore it
+                del item.stash[STATE_KEY]
+                self._contained(_restore, item, state)
             self.end_test(verdict)
         if stopped is not None:
             _fail(stopped, item)
@@ -346,6 +393,7 @@ class Gate:
 
     def end_test(self, verdict: TestVerdict | None) -> None:
         """After a test's teardown: nobody owns compiles, its tracker stops."""
+        self.threads.end()
         self.ledger.phase = []
         self.ledger.reusing = False
         self.test_owner = None
@@ -384,6 +432,9 @@ class Gate:
         faults = self.ledger.take_faults()
         if faults:
             report.recompile_faults = [f"{item.nodeid}: {f}" for f in faults]
+        outlived = self.threads.take()
+        if outlived:
+            report.recompile_threads = outlived
 
     @staticmethod
     def _gate_longrepr(
@@ -461,21 +512,16 @@ class QuietTrace:
         return (yield from self._quiet(item))
 
 
-class RecompileStateLeak(pytest.PytestWarning):
-    """A gated test left torch.compile's stance or Dynamo's config changed."""
-
-
 def _restore(item: pytest.Item, state: instruments.CompileState) -> None:
     """Undo what the test body left changed, so later tests are judged under the same rules."""
     leaked = instruments.restore_compile_state(state)
     if leaked:
         path, lineno, _ = item.reportinfo()  # shown at the test, not at this module
-        warnings.warn_explicit(
+        warn_at(
             RecompileStateLeak(
                 f"{PREFIX} {item.nodeid} left {', '.join(leaked)} behind; restored it, so that "
                 "later tests are judged under the same settings"
             ),
-            RecompileStateLeak,
             str(path),
             (lineno or 0) + 1,
         )

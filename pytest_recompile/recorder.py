@@ -67,6 +67,7 @@ class Recorder:
         if event.limit is not None:
             record.limit = event.limit
             record.limit_hits += 1
+            record.limit_raised = record.limit_raised or event.refused
         elif event.is_recompile and (
             self.warm_start or (event.code, event.function) in self._compiled
         ):

@@ -4,6 +4,7 @@ and violations in, text and JSON-ready values out)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -14,6 +15,7 @@ from .processes import notes, who
 from .results import (
     Environment,
     FixtureResult,
+    OutlivedResult,
     ProcessResult,
     ReportDocument,
     ReportedTest,
@@ -31,6 +33,10 @@ if TYPE_CHECKING:  # the core (tracker, child processes) must not import pytest
 
 STOPPED = "stopped here, before compiling"
 EAGER_FALLBACK = "fell back to eager"
+LIMIT_RAISED = (
+    "torch refused to compile it and raised FailOnRecompileLimitHit "
+    "(fail_on_recompile_limit_hit or fullgraph)"
+)
 LIMIT_FIX = (
     "torch now runs it uncompiled, silently; remove the cause of its recompiles, or "
     "raise torch._dynamo.config.recompile_limit if they are expected"
@@ -73,12 +79,16 @@ def violation_message(v: Violation) -> str:
     message prints it after the prefix."""
     fn = v.function.qualname if v.function is not None else "?"
     if v.kind == "limit":
+        if v.function is not None and v.function.limit_raised:
+            return f"'{fn}' hit {v.source}: {LIMIT_RAISED}; remove the cause of its recompiles"
         return f"'{fn}' hit {v.source} and {EAGER_FALLBACK}: {LIMIT_FIX}"
     if v.kind == "function":
         first = f" ({_first_guard(v.function)})" if v.function is not None else ""
         return f"'{fn}' recompiled {plural(v.used, 'time')}{first}, budget {v.allowed} ({v.source})"
     if v.kind == "unexpected":
-        kinds = ", ".join(sorted({r.kind for r in v.reasons}))
+        # with the detail where the marker named details (expect_guards('TENSOR_MATCH(size)'))
+        detailed = "(" in v.source.partition("(")[2]
+        kinds = ", ".join(sorted({r.label if detailed else r.kind for r in v.reasons}))
         return (
             f"'{fn}' recompiled because of {kinds}, not a kind this test expects "
             f"({v.source}): {v.reasons[0].text}"
@@ -158,6 +168,18 @@ def recompile_line(index: int, recompile: Recompile) -> list[str]:
     return lines
 
 
+COMPILE_ID_NOTE = (
+    "[frame/attempt] is torch's compile id, numbered across the whole process (earlier "
+    "tests' compiles count too), not this test's cache entries"
+)
+
+
+def _attempt(compile_id: str) -> int:
+    """The attempt of a compile id ("6/3" -> 3); 0 when it has none."""
+    attempt = compile_id.rpartition("/")[2]
+    return int(attempt) if attempt.isdigit() else 0
+
+
 def fix_lines(pairs: list[tuple[str, str]]) -> list[str]:
     """One ``fix`` line per distinct (kind label, hint)."""
     return [f"    fix {label}: {hint}" for label, hint in dict.fromkeys(pairs)]
@@ -177,6 +199,8 @@ def function_block(
     for index, recompile in enumerate(record.recompiles, 1):
         lines += recompile_line(index, recompile)
         fixes += [(r.label, r.hint) for r in recompile.reasons[:1]]
+    if any(_attempt(r.compile_id) > record.cache_entries for r in record.recompiles):
+        lines.append(f"    {COMPILE_ID_NOTE}")
     for v in violations:
         if v.function is record and v.kind == "unexpected":
             fixes += [(r.label, r.hint) for r in v.reasons]
@@ -189,7 +213,8 @@ def function_block(
                 fixes.append((guard.kind, hint_for(guard.kind, None, guard.source, guard.text)))
     if record.limit:
         lines.append(
-            f"    hit {record.limit} {plural(record.limit_hits, 'time')}: {EAGER_FALLBACK}"
+            f"    hit {record.limit} {plural(record.limit_hits, 'time')}: "
+            f"{LIMIT_RAISED if record.limit_raised else EAGER_FALLBACK}"
         )
     return lines + fix_lines(fixes)
 
@@ -613,3 +638,27 @@ def junit_properties(item: pytest.Item, data: TestSummary) -> list[tuple[str, ob
         children = [f"{who(p)}: {p['recompiles']}" for p in data["processes"]]
         item.user_properties.append(("recompile_processes", "; ".join(children)))
     return list(item.user_properties)
+
+
+def outlived_lines(found: Iterable[OutlivedResult]) -> list[str]:
+    """One summary line per thread starter and function: the compiles on a thread after the
+    test that started it had ended, charged to no test."""
+    counts: dict[tuple[str, str], int] = {}
+    during: dict[tuple[str, str], list[str]] = {}
+    for one in found:
+        key = (one["started_by"], one["function"])
+        counts[key] = counts.get(key, 0) + one["compiles"]
+        ran = during.setdefault(key, [])
+        if one["during"] not in ran:
+            ran.append(one["during"])
+    return [
+        f"thread: {plural(n, 'compile')} of {fn} on a thread that {who} started, while "
+        f"{_some(during[(who, fn)])} ran: charged to no test (the thread outlived the "
+        "test or fixture that started it; join or stop it before that ends)"
+        for (who, fn), n in counts.items()
+    ]
+
+
+def _some(names: list[str], shown: int = 2) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {plural(more, 'other')}" if more > 0 else "")

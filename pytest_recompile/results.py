@@ -161,6 +161,15 @@ class TestSummary(TypedDict):
     divergence: str | None  # ranks that compiled a shared function differently
 
 
+class OutlivedResult(TypedDict):
+    """Compiles on a thread after the test or fixture that started it had ended."""
+
+    started_by: str  # the test's node id, "fixture ...", or "no test (...)"
+    function: str
+    during: str  # the test that was running, or "between tests"
+    compiles: int
+
+
 class FixtureResult(TypedDict):
     """A wider fixture's compiles while it was set up (``#/$defs/fixture``)."""
 

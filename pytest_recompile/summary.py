@@ -28,12 +28,20 @@ from .report import (
     INCOMPLETE,
     MISSING,
     fixture_limit_lines,
+    outlived_lines,
     plural,
     report_document,
     summary_lines,
     totals_line,
 )
-from .results import Environment, FixtureResult, ReportDocument, ReportSettings, TestSummary
+from .results import (
+    Environment,
+    FixtureResult,
+    OutlivedResult,
+    ReportDocument,
+    ReportSettings,
+    TestSummary,
+)
 from .settings import Settings
 
 
@@ -46,11 +54,13 @@ class Collected:
     fixtures: list[FixtureResult] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)  # each told once
     notes: dict[str, None] = field(default_factory=dict)  # features this torch lacks, once each
+    outlived: list[OutlivedResult] = field(default_factory=list)  # threads' compiles, no test's
     gated: set[str] = field(default_factory=set)  # gated tests that ran to their teardown
 
     def add(self, report: pytest.TestReport) -> None:
         self.fixtures += getattr(report, "recompile_fixtures", None) or []
         self.faults += getattr(report, "recompile_faults", None) or []
+        self.outlived += getattr(report, "recompile_threads", None) or []
         self.notes.update(dict.fromkeys(getattr(report, "recompile_degraded", None) or ()))
         if getattr(report, "recompile_gated", False):
             self.gated.add(report.nodeid)
@@ -97,6 +107,7 @@ class SummaryReport:
             plain.append(f"{INCOMPLETE}: {self.incomplete}")
         if self.missing is not None:
             plain.append(f"{MISSING}: {self.missing}")
+        plain += outlived_lines(collected.outlived)
         yield from ((line, False) for line in plain + list(collected.notes) + self.written)
         faults = [f"{FAULT}: {fault}" for fault in collected.faults]
         red = fixture_limit_lines(collected.fixtures) + faults + self.errors
@@ -150,7 +161,13 @@ class Summary:
 
     def report(self, config: pytest.Config) -> SummaryReport | None:
         collected = self.collected
-        told = collected.results or collected.fixtures or collected.faults or collected.notes
+        told = (
+            collected.results
+            or collected.fixtures
+            or collected.faults
+            or collected.notes
+            or collected.outlived
+        )
         if not (told or self.written or self.errors):
             return None
         annotations = (

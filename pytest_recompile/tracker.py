@@ -192,8 +192,12 @@ class RecompileTracker(Recorder):
             self._observe()
             record, recompile = self.add(event, again=again)
             violations: list[Violation] = []
-            if self.mode == "fail-fast" and (
-                recompile is not None or event.limit is not None or self._forbids
+            # At a limit where torch raises itself, its exception reaches the user's code
+            # (which may expect it); the limit hit is judged when the test ends.
+            if (
+                self.mode == "fail-fast"
+                and not event.refused
+                and (recompile is not None or event.limit is not None or self._forbids)
             ):
                 if self._forbids:
                     self._inventory(record)
@@ -209,6 +213,19 @@ class RecompileTracker(Recorder):
                 recompile.stopped = True
             self._refresh()
         raise RecompileBudgetExceeded(self.records, violations, stopped=True)
+
+    def on_stopped(self, event: events.CompileEvent) -> None:
+        """Record a recompile that a warm block stopped before it ran: counted, and shown as
+        stopped, as fail-fast shows the recompile it stops (a first compile stopped made
+        nothing to count)."""
+        if not event.is_recompile:
+            return
+        with self._lock:
+            self.rearm()
+            self._observe()
+            _, recompile = self.add(event)
+            if recompile is not None:
+                recompile.stopped = True
 
     def on_reuse(self, event: events.CompileEvent, seconds: float | None) -> None:
         """Record a first compile that an earlier test's entry answered (no compile ran)."""
@@ -353,6 +370,7 @@ def warm() -> Iterator[None]:
         code = event.function
         where = (event.label or events.qualname(code), code.co_filename, code.co_firstlineno)
         refused.append((warm_refusal(*where), warm_message(*where, event_reasons(event))))
+        hooks.tell_stopped(event)
         error = CompiledWhileWarm(refused[-1][1])
         error.refusal = refused[-1][0]
         raise error

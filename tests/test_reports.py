@@ -515,3 +515,29 @@ def test_steps(n):
         assert report["summary"]["gated_tests"] < 4
     else:
         assert INCOMPLETE not in result.stdout.str()
+
+
+def test_compile_ids_beyond_the_tests_entries_are_explained_once(run) -> None:
+    """torch numbers compile ids across the process: a test with one cache entry may read
+    ``[0/2]``; the block says what the id is, where it could read as a contradiction."""
+    result = run(
+        DOUBLE
+        + """
+@pytest.fixture(scope="module")
+def warmed():
+    double(torch.ones(4))
+
+def test_a(warmed):
+    double(torch.ones(8))
+
+def test_b(warmed):
+    double(torch.ones(8))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    test_a, test_b = out.split("_ test_b _")
+    assert "[frame/attempt]" not in test_a  # recompile 1 [0/1]: one entry, attempt 1
+    assert re.search(r"recompile 1 \[\d+/2\]", test_b)
+    assert test_b.count("[frame/attempt] is torch's compile id") == 1

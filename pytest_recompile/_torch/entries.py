@@ -334,7 +334,35 @@ def kept_reasons(kept: tuple[KeptEntry, ...], user_frame: Any, compiler_fn: Any)
         ]
     finally:
         _CHECKING.pop()
-    return tuple(reason for reason in found if reason)
+    return tuple(
+        _as_torch_words(reason, entry, compiler_fn)
+        for reason, entry in zip(found, kept, strict=True)
+        if reason
+    )
+
+
+# torch's words (2.12+) for an entry made for another backend, which the kept entry's epilogue
+# guard cannot give: it knows its own backend, not the call's.
+_TORCH_BACKEND_REASON = (
+    "BACKEND_MATCH failure: torch.compile detected different backend callables."
+    " Cached backend: {cached}. New backend: {new}."
+    " If this is unexpected, wrap your backend in functools.partial (or reuse the"
+    " same cached backend) to avoid creating a new backend function each time."
+    " More details: https://github.com/pytorch/pytorch/issues/168373"
+)
+
+
+def _as_torch_words(reason: str, entry: KeptEntry, compiler_fn: Any) -> str:
+    """A kept entry's backend failure, named with both backends as torch names it for an
+    entry of its own list, so that a test reads the same whichever list held the entry."""
+    head, found, _ = reason.partition(BACKEND_MISMATCH)
+    if not found or entry.backend is None:
+        return reason
+    import torch._dynamo.guards as dynamo_guards
+
+    describe = getattr(dynamo_guards, "describe_backend", repr)
+    new = _innermost_backend(compiler_fn)
+    return head + _TORCH_BACKEND_REASON.format(cached=describe(entry.backend), new=describe(new))
 
 
 def _innermost_backend(compiler_fn: Any) -> Any:

@@ -48,6 +48,9 @@ class CompileEvent:
     reasons: tuple[str, ...]  # one per rejecting cache entry, newest entry first
     leaf_kinds: tuple[str | None, ...]  # the failing leaf guard's type name, per reason
     limit: str | None  # "recompile_limit (8)" when this compile hits the limit (eager fallback)
+    # at the limit, torch raises FailOnRecompileLimitHit instead of falling back to eager
+    # (``fail_on_recompile_limit_hit``, or fullgraph): the user's code gets torch's exception
+    refused: bool = False
     # the value the call passed, by the source of each failing ``==`` guard: "G['step']" -> "1"
     values: Mapping[str, str] = field(default_factory=dict)
     # the dynamic-shape marks on the inputs (entries.input_marks): they decide what it makes
@@ -246,6 +249,7 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
         reasons=reasons,
         leaf_kinds=guard_tree.failing_leaf_kinds(listed, reasons) if recompile else (),
         limit=f"{limit_type} ({getattr(config, limit_type)})" if exceeded else None,
+        refused=bool(exceeded and (config.fail_on_recompile_limit_hit or loc.get("one_graph"))),
         values=_equals_values(reasons, user_frame) if recompile else {},
         marks=entries.input_marks(user_frame.f_locals) if user_frame is not None else None,
         filtered=entries.hooks_filter_guards(loc.get("hooks")),

@@ -101,6 +101,22 @@ def install_compile_hook(
     return remove
 
 
+# Told of a compile that a warm block stopped before it ran (the compile hook's other
+# callbacks never hear of it): the gate records it in the running test, as stopped.
+_STOPPED: list[Callable[[events.CompileEvent], None]] = []
+
+
+def on_stopped(callback: Callable[[events.CompileEvent], None]) -> Callable[[], None]:
+    """Call ``callback`` with each compile a warm block stops; return its removal."""
+    _STOPPED.append(callback)
+    return lambda: _STOPPED.remove(callback) if callback in _STOPPED else None
+
+
+def tell_stopped(event: events.CompileEvent) -> None:
+    for callback in list(_STOPPED):
+        callback(event)
+
+
 def listeners() -> int:
     """How many callbacks hear of compiles now (the gate's, a user's tracker, a warm block)."""
     return len(_SUBSCRIBERS)
@@ -112,6 +128,7 @@ def forget_compile_hooks() -> None:
     held is held forever here); torch keeps the one hook, which calls nothing until a new
     callback."""
     _SUBSCRIBERS.clear()
+    _STOPPED.clear()
     if instruments.CALLBACKS:
         from torch._dynamo.callback import callback_handler
 

@@ -157,6 +157,15 @@ def compile_state() -> CompileState:
     return CompileState(eval_frame._stance, config.get_config_copy())
 
 
+def rebased(saved: CompileState, before: CompileState, after: CompileState) -> CompileState:
+    """``saved`` with what changed from ``before`` to ``after`` taken in: a wider fixture's
+    set-up or teardown ran meanwhile, and what it changed is its own, not the test's."""
+    config = dict(saved.config)
+    config.update({k: v for k, v in after.config.items() if before.config.get(k) != v})
+    stance = after.stance if after.stance != before.stance else saved.stance
+    return CompileState(stance, config)
+
+
 def default_stance() -> bool:
     """Whether torch.compile runs under its default stance (no ``fail_on_recompile``,
     ``eager_then_compile``, ... set by the user)."""
