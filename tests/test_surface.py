@@ -164,14 +164,14 @@ def test_bad_ini_values(run, pytester: pytest.Pytester, ini: str, message: str) 
 @pytest.mark.parametrize("value", ["1", '"1"'])
 def test_budget_in_pytest9s_native_toml_table(run, pytester: pytest.Pytester, value: str) -> None:
     """``recompile_budget = 1`` (an int) where pytest reads ``[tool.pytest]`` natively."""
+    if pytest.version_tuple < (9,):
+        pytest.skip("pytest 8 reads no [tool.pytest] table")
     if pytest.version_tuple < (9, 2) and value == "1":
         pytester.makepyprojecttoml(f"[tool.pytest]\nrecompile_budget = {value}\n")
         result = run("def test_x():\n    pass\n")
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(['*write recompile_budget = "1", or use pytest 9.2 or newer*'])
         return
-    if pytest.version_tuple < (9,):
-        pytest.skip("pytest 8 reads no [tool.pytest] table")
     pytester.makepyprojecttoml(f"[tool.pytest]\nrecompile_budget = {value}\n")
     result = run(RECOMPILES.replace("@pytest.mark.max_recompiles(0)\n", ""))
     result.assert_outcomes(passed=1)  # one recompile, budget 1
