@@ -162,7 +162,7 @@ class Gate:
         """Every compile of the session: who owns it, and the tracker that records it."""
         again = self._contained(self.ledger.compiled_again, event)
         owner = self._contained(self.ledger.note, event) or self.ledger.current
-        if self.threads.leftover(event):  # an earlier test's thread: never the running test's
+        if self._contained(self.threads.leftover, event):  # never the running test's
             return
         tracker = self._tracker_of(owner)
         if owner.kind == "fixture" and event.is_recompile and tracker is not None:
@@ -172,6 +172,8 @@ class Gate:
 
     def on_stopped(self, event: events.CompileEvent) -> None:
         """A compile a warm block stopped: the running phase's, counted as stopped."""
+        if self._contained(self.threads.leftover, event):
+            return
         tracker = self._tracker_of(self.ledger.current)
         if tracker is not None:
             self._contained(tracker.on_stopped, event)
@@ -301,7 +303,7 @@ class Gate:
                 return (yield)
         finally:
             self._theirs(before)
-            self.threads.started(alive, f"fixture {owner.describe()}")
+            self.threads.fixture_started(alive, f"fixture {owner.describe()}")
             self.fixture_trackers.pop()
             tracker.stop()
             self._announce_test()
@@ -313,6 +315,9 @@ class Gate:
                 functools.partial(self.ledger.teardown_begins, id(fixturedef), owner)
             )
             fixturedef.addfinalizer(functools.partial(self._tearing_down, id(fixturedef)))
+            fixturedef.addfinalizer(
+                functools.partial(self.threads.fixture_ended, f"fixture {owner.describe()}")
+            )
             fixturedef.addfinalizer(functools.partial(self._announce, None))
             self._contained(self._note_fixture, owner, tracker, token)
 
@@ -340,7 +345,9 @@ class Gate:
         after = self._contained(instruments.compile_state)
         if after is not None:
             saved = self.item.stash[STATE_KEY]
-            self.item.stash[STATE_KEY] = instruments.rebased(saved, before, after)
+            self.item.stash[STATE_KEY] = (
+                self._contained(instruments.rebased, saved, before, after) or saved
+            )
 
     @contextlib.contextmanager
     def _own_rules_off(self) -> Iterator[None]:
@@ -432,7 +439,7 @@ class Gate:
         faults = self.ledger.take_faults()
         if faults:
             report.recompile_faults = [f"{item.nodeid}: {f}" for f in faults]
-        outlived = self.threads.take()
+        outlived = self._contained(self.threads.take)
         if outlived:
             report.recompile_threads = outlived
 

@@ -142,11 +142,11 @@ def check_kind(name: object, where: str, *, details: bool = True) -> str:
 
 def kind_matches(kinds: frozenset[str], kind: str, detail: str | None) -> bool:
     """Whether a guard of ``kind`` and ``detail`` is among ``kinds``: by its kind, or, for
-    ``KIND(detail)``, by each of its details (``GLOBAL_STATE changed: grad_mode, ...`` names
-    several flags: each must be named)."""
+    ``KIND(detail)``, by each of its details (``GLOBAL_STATE changed: grad_mode
+    deterministic_algorithms`` names several flags: each must be named)."""
     if kind in kinds:
         return True
-    parts = [part.strip() for part in (detail or "").split(",") if part.strip()]
+    parts = (detail or "").replace(",", " ").split()
     return bool(parts) and all(label_for(kind, part) in kinds for part in parts)
 
 

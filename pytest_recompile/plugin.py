@@ -128,13 +128,13 @@ def add_path_option(group: pytest.OptionGroup, parser: pytest.Parser, name: str,
 
 
 def add_budget_ini(parser: pytest.Parser) -> None:
-    """``recompile_budget``: an int or a string. pytest 9.2+ takes ``int | str``, so that
-    ``recompile_budget = 1`` in its native ``[tool.pytest]`` table is read; older pytest
-    asserts on a type it does not know, and reads ini files as strings anyway."""
+    """``recompile_budget``: an int or a string. pytest 9.2 added union types, so that
+    ``recompile_budget = 1`` in its native ``[tool.pytest]`` table is read; older pytest reads
+    a string (ini files are strings anyway)."""
     help = "default recompile budget of every test, like --recompile-budget=N (empty: off)"
-    try:
+    if pytest.version_tuple >= (9, 2):
         parser.addini("recompile_budget", help, type=int | str, default="")
-    except (AssertionError, ValueError, TypeError):
+    else:
         parser.addini("recompile_budget", help, default="")
 
 

@@ -99,11 +99,14 @@ def _default_budget(config: pytest.Config) -> Rule[int] | None:
         return Rule(value, f"--recompile-budget={value}")
     try:
         raw: object = config.getini("recompile_budget")
-    except (pytest.UsageError, TypeError) as exc:  # pytest 9.0/9.1: an int in [tool.pytest]
-        raise pytest.UsageError(
-            f"{PREFIX} ini option recompile_budget: {exc}; this pytest reads it as a string "
-            'only: write recompile_budget = "1", or use pytest 9.2 or newer'
-        ) from None
+    except (pytest.UsageError, TypeError, ValueError) as exc:  # not an int nor a string
+        upgrade = (
+            ""
+            if pytest.version_tuple >= (9, 2)
+            else '; this pytest reads it as a string only: write recompile_budget = "1", '
+            "or use pytest 9.2 or newer"
+        )
+        raise pytest.UsageError(f"{PREFIX} ini option recompile_budget: {exc}{upgrade}") from None
     ini = str(raw if raw is not None else "").strip()  # an int from [tool.pytest] too
     if ini == "":
         return None

@@ -306,3 +306,43 @@ def test_b(warmed):
         assert "New backend: _TorchCompileWrapper(compiler='eager', dynamic=True)" in line
     assert "the kept entry's" not in result.stdout.str()
     assert "cache entries: 0" not in result.stdout.str()
+
+
+def test_a_live_fixtures_worker_thread_compiles_for_the_running_test(run) -> None:
+    """A module fixture's server thread compiles what the tests send it: while the fixture is
+    live, those compiles are the running test's."""
+    result = run(
+        DOUBLE
+        + """
+import queue
+import threading
+
+@pytest.fixture(scope="module")
+def server():
+    requests, replies = queue.Queue(), queue.Queue()
+
+    def serve():
+        while (x := requests.get()) is not None:
+            replies.put(double(x))
+
+    worker = threading.Thread(target=serve, daemon=True)
+    worker.start()
+    yield lambda x: (requests.put(x), replies.get())[1]
+    requests.put(None)
+    worker.join()
+
+def test_first(server):
+    server(torch.ones(2))
+
+def test_second_recompiles(server):
+    server(torch.ones(3))
+    server(torch.ones(3, 3))
+""",
+        "--recompile-budget",
+        "-W",
+        "ignore::pytest.PytestUnhandledThreadExceptionWarning",
+        "--recompile-mode=at-end",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_second_recompiles: 1 recompile of double*"])
+    assert "thread:" not in result.stdout.str()
