@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import torch
 import torch_state
-from snippets import DOUBLE, HEADER, STEP
+from snippets import DOUBLE, HEADER, STEP, keeps_entries
 
 from pytest_recompile import (
     CompiledWhileWarm,
@@ -517,6 +517,7 @@ def test_steps(n):
         assert INCOMPLETE not in result.stdout.str()
 
 
+@keeps_entries  # the module fixture's entry must reach the tests
 def test_compile_ids_beyond_the_tests_entries_are_explained_once(run) -> None:
     """torch numbers compile ids across the process: a test with one cache entry may read
     ``[0/2]``; the block says what the id is, where it could read as a contradiction."""

@@ -12,6 +12,7 @@ from snippets import DOUBLE, REVERSE_CONFTEST, keeps_entries, read_json
 from pytest_recompile.names import PREFIX
 
 
+@keeps_entries  # the module fixture's entry must reach the test
 def test_error_on_recompile_reaches_the_test_as_torchs_error(run) -> None:
     result = run(
         DOUBLE
