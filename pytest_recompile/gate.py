@@ -328,9 +328,13 @@ class Gate:
             result = fixture_result(owner, tracker.records, tracker.graph_breaks, children)
             self.item.stash[FIXTURES_KEY].append(result)
 
+    def _leak_baseline(self) -> instruments.CompileState | None:
+        """What the running gated test started from, for its leak check (None: no such test)."""
+        return self.item.stash.get(STATE_KEY, None) if self.item is not None else None
+
     def _state_now(self) -> instruments.CompileState | None:
         """The compile state now, while a gated test runs (its leak check needs it)."""
-        if self.item is None or STATE_KEY not in self.item.stash:
+        if self._leak_baseline() is None:
             return None
         return self._contained(instruments.compile_state)  # type: ignore[no-any-return]
 
@@ -340,11 +344,11 @@ class Gate:
     def _theirs(self, before: instruments.CompileState | None) -> None:
         """A wider fixture's set-up or teardown ran since ``before``: what it changed is not
         the running test's to restore."""
-        if before is None or self.item is None or STATE_KEY not in self.item.stash:
+        saved = self._leak_baseline()
+        if before is None or saved is None or self.item is None:
             return
         after = self._contained(instruments.compile_state)
         if after is not None:
-            saved = self.item.stash[STATE_KEY]
             self.item.stash[STATE_KEY] = (
                 self._contained(instruments.rebased, saved, before, after) or saved
             )
