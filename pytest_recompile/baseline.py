@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # read at every start-up (settings): the types cost nothing at run time
-    from .results import BaselineDocument, BaselineTest, TestSummary
+    from .results import BaselineDocument, BaselineTest, TestResult
 
 BASELINE_SCHEMA = "pytest-recompile/baseline"
 BASELINE_VERSION = 1
@@ -69,11 +69,11 @@ def read_baseline(path: str, where: str) -> dict[str, int]:
     return counts
 
 
-def baseline_document(results: Mapping[str, TestSummary]) -> BaselineDocument:
+def baseline_document(results: Mapping[str, TestResult]) -> BaselineDocument:
     """The baseline of a run: every gated test that recompiled, with its counts (a budget
     applies to each process: the count of the process that recompiled most, and each
     function's most in one process)."""
-    from .report import per_process
+    from .tally import per_process
 
     tests: dict[str, BaselineTest] = {}
     for nodeid in sorted(results):

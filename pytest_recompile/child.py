@@ -2,7 +2,7 @@
 
 A Python child started while the gate is on runs the spool's ``sitecustomize``, which waits,
 without importing anything, until the child imports ``torch._dynamo``; then :func:`start`
-puts a :class:`Recorder` on torch's compile hook. A forked child inherits the parent's hook
+puts a :class:`ChildRecorder` on torch's compile hook. A forked child inherits the parent's hook
 instead: :func:`after_fork` drops it and starts its own recorder. The recorder asks the spool
 which test (or wider fixture) owns the compile, records it with the same tracker the gate
 uses, judges it against that test's budget (the budget applies to each process), refuses a
@@ -24,21 +24,28 @@ from typing import Any
 
 from .names import SPOOL_ENV, SPOOL_OWNER
 
-_RECORDER: list[Recorder] = []  # this process's recorder, once torch._dynamo is imported
+_RECORDER: list[ChildRecorder] = []  # this process's recorder, once torch._dynamo is imported
 _FORK_HOOK: list[bool] = []
 
 
 def start(spool: str) -> None:
     """Record this process's compiles into ``spool`` (torch._dynamo is imported)."""
     if not _RECORDER:
-        _RECORDER.append(Recorder(spool))
+        _RECORDER.append(ChildRecorder(spool))
+    watch_forks()
+
+
+def watch_forks() -> None:
+    """Once per process: a fork of it runs :func:`after_fork` (the gated pytest process, and
+    a recording child, both call this)."""
     if not _FORK_HOOK and hasattr(os, "register_at_fork"):  # not on Windows
         _FORK_HOOK.append(True)
         os.register_at_fork(after_in_child=after_fork)
 
 
 def after_fork() -> None:
-    """In a forked child: the parent's hooks and records stay the parent's; record afresh."""
+    """In a forked child: the parent's hooks and records stay the parent's; record afresh
+    while the session's spool exists (else record nothing: the gate's hooks are forgotten)."""
     from ._torch import hooks
 
     hooks.forget_compile_hooks()
@@ -46,7 +53,7 @@ def after_fork() -> None:
     spool = os.environ.get(SPOOL_ENV)
     if spool and os.path.isdir(spool):
         try:
-            _RECORDER.append(Recorder(spool))
+            _RECORDER.append(ChildRecorder(spool))
         except Exception as exc:  # never the child's error
             _say(f"recording off in this child: {type(exc).__name__}: {exc}")
 
@@ -83,7 +90,7 @@ def _command() -> str:
     return " ".join([os.path.basename(first), *sys.argv[1:2]])
 
 
-class Recorder:
+class ChildRecorder:
     """One process's compiles, per owner (the test or wider fixture running in the parent)."""
 
     def __init__(self, spool: str) -> None:
@@ -227,7 +234,8 @@ class Recorder:
         self, token: str, state: str, stopped: str | None = None, tracker: Any = None
     ) -> None:
         """Append this owner's records as they are now: one line, one write."""
-        from .report import failure_message, summarize_test
+        from .messages import failure_message
+        from .tally import result_for_test
         from .verdict import Violation
 
         tracker = tracker or self.trackers[token]
@@ -247,7 +255,7 @@ class Recorder:
             "rank": self._rank(),
             "command": _command(),
             "state": state,
-            "summary": summarize_test(
+            "result": result_for_test(
                 records,
                 budget,
                 found,

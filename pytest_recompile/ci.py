@@ -13,9 +13,10 @@ from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 from .guards import hint_for, label_for
-from .processes import who
-from .report import INCOMPLETE, guard_text, per_process, plural, relative
-from .results import FunctionResult, ReasonResult, TestSummary
+from .messages import guard_text, plural, relative, who
+from .results import FunctionResult, ReasonResult, TestResult
+from .tally import per_process
+from .terminal import INCOMPLETE
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
 # per step (docs.github.com: "Adding a job summary").
@@ -24,7 +25,7 @@ SUMMARY_LIMIT = 1024 * 1024
 TOP_FUNCTIONS = 10
 TITLE = "torch.compile recompile gate"
 
-Results = Mapping[str, tuple[str, TestSummary]]  # nodeid -> (outcome, summary)
+Results = Mapping[str, tuple[str, TestResult]]  # nodeid -> (outcome, summary)
 
 
 # -- Markdown -------------------------------------------------------------------------------
@@ -80,7 +81,7 @@ class CompiledFunction(NamedTuple):
     where: str = ""
 
 
-def _functions(data: TestSummary) -> list[CompiledFunction]:
+def _functions(data: TestResult) -> list[CompiledFunction]:
     """The test's functions, then its child processes'."""
     return [CompiledFunction(fn) for fn in data["functions"]] + [
         CompiledFunction(fn, f" in {who(p)}")
@@ -89,18 +90,18 @@ def _functions(data: TestSummary) -> list[CompiledFunction]:
     ]
 
 
-def _offenders(data: TestSummary) -> list[CompiledFunction]:
+def _offenders(data: TestResult) -> list[CompiledFunction]:
     """The test's functions (its children's too) that recompiled or hit recompile_limit,
     worst first."""
     bad = [o for o in _functions(data) if o.fn["recompiles"] or o.fn["recompile_limit"]]
     return sorted(bad, key=lambda o: (not o.fn["recompile_limit"], -len(o.fn["recompiles"])))
 
 
-def _rules(data: TestSummary) -> str:
+def _rules(data: TestResult) -> str:
     return data["rules"] or "none"
 
 
-def _broken(results: Results) -> Iterator[tuple[str, TestSummary, list[CompiledFunction]]]:
+def _broken(results: Results) -> Iterator[tuple[str, TestResult, list[CompiledFunction]]]:
     """Each test that broke the gate, by node id, with its offending functions."""
     for nodeid, (_, data) in sorted(results.items()):
         if data["violations"]:
@@ -277,7 +278,7 @@ class Annotation(NamedTuple):
 
 
 def _function_annotation(
-    nodeid: str, data: TestSummary, function: CompiledFunction, root: str
+    nodeid: str, data: TestResult, function: CompiledFunction, root: str
 ) -> Annotation:
     fn = function.fn
     count = len(fn["recompiles"])

@@ -6,7 +6,7 @@ Each hook hands off: who compiled what, and which entries a test starts from, to
 :class:`~pytest_recompile.tracker.RecompileTracker` per test and per wider fixture's set-up;
 judgement to the test's :class:`~pytest_recompile.outcome.TestVerdict`; child processes to the
 :class:`~pytest_recompile.processes.Spool`; the session's results to
-:mod:`pytest_recompile.summary`. Importing this module imports no torch (the first gated test
+:mod:`pytest_recompile.session`. Importing this module imports no torch (the first gated test
 does); :mod:`pytest_recompile.plugin` imports it only when the gate is asked for.
 """
 
@@ -14,22 +14,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, NoReturn
 
 import pytest
 
-from . import processes
+from . import child, processes
 from ._torch import entries, events, hooks, instruments, versions
 from .budgets import assign_budgets
 from .isolation import Compiled, Ledger, Owner
+from .messages import failure_message
 from .names import PREFIX
 from .notices import RecompileStateLeak, warn_at
 from .outcome import TestVerdict, raised
-from .report import failure_message, fixture_result, junit_properties, summarize_test
-from .results import ProcessResult, TestSummary
+from .report import junit_properties
+from .results import ProcessResult, TestResult
 from .settings import BUDGET_KEY, FIXTURES_KEY, VERDICT_KEY, Settings
+from .tally import fixture_result, result_for_test
 from .threads import Threads
 from .tracker import RecompileBudgetExceeded, RecompileGateError, RecompileTracker, stopped_message
 
@@ -136,9 +137,7 @@ class Gate:
         self._unhook = hooks.install_compile_hook(self.on_compile)
         self._unstop = hooks.on_stopped(self.on_stopped)
         self._contained(self.ledger.start)
-        if not processes._FORK_HOOK and hasattr(os, "register_at_fork"):  # not on Windows
-            processes._FORK_HOOK.append(True)
-            os.register_at_fork(after_in_child=processes.forked_in_session)
+        child.watch_forks()  # a fork of this process records as a child, or not at all
         if self.settings.processes:
             self.spool = processes.Spool()
 
@@ -433,7 +432,8 @@ class Gate:
             if data is not None:
                 report.recompile = data
                 if call.when == "teardown":
-                    report.user_properties = junit_properties(item, data)
+                    item.user_properties[:] = junit_properties(item.user_properties, data)
+                    report.user_properties = list(item.user_properties)
         if self.degraded:  # told once per process; the summary says each line once
             report.recompile_degraded, self.degraded = self.degraded, []
         self._gate_longrepr(item, call, report, verdict)
@@ -462,10 +462,10 @@ class Gate:
             # a subtest): show the gate's message alone, not torch's frames.
             report.longrepr = stopped_message(stopped, str(item.config.rootpath))
 
-    def results(self, item: pytest.Item, verdict: TestVerdict) -> TestSummary:
+    def results(self, item: pytest.Item, verdict: TestVerdict) -> TestResult:
         """The test's results so far: they travel on its reports (so under xdist too)."""
         tracker = verdict.tracker
-        return summarize_test(
+        return result_for_test(
             tracker.records,
             tracker.budget,
             verdict.violations(),

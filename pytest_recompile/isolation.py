@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Literal
 
-from ._torch import entries, events, hooks, instruments
+from ._torch import dynamic_state, entries, events, fingerprints, hooks, instruments
 from .identity import IdentityMap, IdentitySet
 
 _PENDING = 64  # compiles kept per code object while they have made no entry (yet)
@@ -145,7 +145,7 @@ class Ledger:
         if self.started:
             return
         self.started = True
-        self.baseline_state = entries.copy_code_state(entries.code_state())
+        self.baseline_state = dynamic_state.copy_code_state(dynamic_state.code_state())
         for code in entries.compiled_codes():
             self._first_seen(code)
 
@@ -165,11 +165,11 @@ class Ledger:
         owner = self.current
         compiles = self.pending.setdefault(code, [])
         if self.reuse:
-            state = entries.state_of(code)
+            state = dynamic_state.state_of(code)
             for earlier in compiles:  # they ended before this one began
                 if earlier.after is None:
                     earlier.after = state
-            config = entries.config_fingerprint(event.inductor)
+            config = fingerprints.config_fingerprint(event.inductor)
             made = Compiled(event, owner, not event.is_recompile, state, config)
         else:
             made = Compiled(event, owner, not event.is_recompile, {}, ())
@@ -184,7 +184,7 @@ class Ledger:
         a first compile of code whose entries were dropped, not reused."""
         if event.is_recompile:
             return None
-        if entries.code_state() is not self.installed_state:
+        if dynamic_state.code_state() is not self.installed_state:
             # torch was reset since isolation arranged the entries (the suite's own reset, a
             # Dynamo TestCase's): a plain run compiles this afresh too
             return None
@@ -239,7 +239,7 @@ class Ledger:
                 made = found[-1] if found else None
                 if made is not None and made.first and self.reuse:
                     if made.after is None:
-                        made.after = entries.state_of(code)  # no compile of it came since
+                        made.after = dynamic_state.state_of(code)  # no compile of it came since
                     timed.append(made)
                 self._own(code, entry, made.owner if made else self.outside, made)
                 matched.add(cid)
@@ -284,20 +284,22 @@ class Ledger:
             return False
         code = made.event.code
         why = None
-        if not entries.same_config(made.config, entries.config_fingerprint(made.event.inductor)):
+        if not fingerprints.same_config(
+            made.config, fingerprints.config_fingerprint(made.event.inductor)
+        ):
             why = "another config (torch._dynamo / inductor config patched)"
-        elif entries.state_of(code) != made.before:
+        elif dynamic_state.state_of(code) != made.before:
             why = "other automatic-dynamic state (shapes seen earlier differ)"
-        elif entries.other_closure(code, f_locals, made.before, made.after or {}):
+        elif dynamic_state.other_closure(code, f_locals, made.before, made.after or {}):
             why = "automatic-dynamic state of another closure"
-        elif entries.input_marks(f_locals) != made.event.marks:
+        elif fingerprints.input_marks(f_locals) != made.event.marks:
             why = "other marks or module hooks on the inputs (mark_dynamic, forward hooks, ...)"
         elif not entries.entry_alive(entry):
             why = "an object its guards match by identity died"
         if why is not None:
             self.again[code] = why
             return False
-        entries.set_state_of(code, made.after or {})
+        dynamic_state.set_state_of(code, made.after or {})
         self.again.pop(code, None)  # the offers refused before this one say nothing now
         entries.forget_refusals(code)
         owner = self.current
@@ -320,21 +322,23 @@ class Ledger:
         self.resolve()
         self.phase.append(owner)
         if owner.kind == "fixture":
-            owner._saved = entries.copy_code_state(entries.code_state())
+            owner._saved = dynamic_state.copy_code_state(dynamic_state.code_state())
             owner._start = self.start_state()
-            entries.install_code_state(owner._start)
+            dynamic_state.install_code_state(owner._start)
 
     def leave(self, owner: Owner) -> None:
         self.resolve()
         if owner in self.phase:
             del self.phase[self.phase.index(owner) :]
         if owner.kind == "fixture" and owner.live:
-            owner.state = entries.changed_code_state(owner._start, entries.code_state())
+            owner.state = dynamic_state.changed_code_state(owner._start, dynamic_state.code_state())
             self.fixtures.append(owner)
             if self.using is not None:  # set up for the running test: it uses it
                 self.using = self.using | {owner.name}
             # The running phase goes on with its own state, and what the set-up learned.
-            entries.install_code_state(entries.merged_code_state(owner._saved, owner.state))
+            dynamic_state.install_code_state(
+                dynamic_state.merged_code_state(owner._saved, owner.state)
+            )
             owner._start, owner._saved = {}, {}
 
     def fixture_gone(self, owner: Owner) -> None:
@@ -406,7 +410,7 @@ class Ledger:
         """The automatic-dynamic state a test starts from: import time's, then each live
         wider fixture's set-up's that it uses, in the order they were set up."""
         used = (f.state for f in self.fixtures if self._uses(f))
-        return entries.merged_code_state(self.baseline_state, *used)
+        return dynamic_state.merged_code_state(self.baseline_state, *used)
 
     # -- isolation --------------------------------------------------------------------------
 
@@ -421,7 +425,7 @@ class Ledger:
         changed = 0
         # A reset (torch's, a Dynamo TestCase's, a tracker's) replaced the state object and
         # emptied every list: everything kept or offered goes back.
-        reset = entries.code_state() is not self.installed_state
+        reset = dynamic_state.code_state() is not self.installed_state
         restore = bool(self.dirty) or self.state_dirty or using != self.using or reset
         # Only what can have changed is looked at again (a suite's codes grow with its tests):
         # what the last test compiled or took, what a fixture's lifetime or use changes, and
@@ -445,7 +449,7 @@ class Ledger:
             self.held |= self.shown
             self.again = IdentityMap()
         if restore or changed:
-            self.installed_state = entries.install_code_state(self.start_state())
+            self.installed_state = dynamic_state.install_code_state(self.start_state())
         return changed
 
     def _arrange(self, code: CodeType) -> int:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import processes
+from . import messages, processes
+from .messages import failure_message
 from .names import PREFIX
-from .report import Site, call_frame, failure_message
 from .results import ProcessResult
+from .sites import Site, call_frame
 from .tracker import (
     CompiledWhileWarm,
     RecompileGateError,
@@ -110,8 +111,8 @@ class TestVerdict:
     def children_verdict(self) -> tuple[str | None, str | None]:
         """The children's broken rules (to fail with) and what is only told."""
         children = self.children or []
-        fail = processes.failure_lines(children)
-        told = processes.notes(children)
+        fail = messages.failure_lines(children)
+        told = messages.notes(children)
         budget = self.tracker.budget
         same = budget.same_across_ranks if budget is not None else None
         if self.divergence and same:

@@ -191,10 +191,10 @@ def register_gate(config: pytest.Config, settings: Settings) -> None:
 
 
 def register_summary(config: pytest.Config, settings: Settings) -> None:
-    from .summary import Summary
+    from .session import SessionResults
 
     if not config.pluginmanager.has_plugin("recompile-summary"):
-        config.pluginmanager.register(Summary(settings), "recompile-summary")
+        config.pluginmanager.register(SessionResults(settings), "recompile-summary")
 
 
 @pytest.fixture

@@ -29,23 +29,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from .markers import Budget
-from .names import PREFIX, SHADOWED_ENV, SPOOL_ENV, SPOOL_OWNER
+from .names import SHADOWED_ENV, SPOOL_ENV, SPOOL_OWNER
 from .results import ProcessResult
 
 STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_startup")
-_FORK_HOOK: list[bool] = []
-
-
-def forked_in_session() -> None:
-    """A fork of the pytest process: the gate's hooks and records are the parent's."""
-    if os.environ.get(SPOOL_ENV):
-        from . import child
-
-        child.after_fork()
-    else:
-        from ._torch import hooks
-
-        hooks.forget_compile_hooks()
 
 
 class Spool:
@@ -178,7 +165,7 @@ def process_entry(line: dict[str, Any], problem: str | None, alive: bool) -> Pro
     """A child's last record for one owner, as the test's report carries it. ``ended``:
     ``exited`` (its exit handlers ran), ``running``, or ``no exit record`` (``os._exit``, a
     signal, or a forked worker that multiprocessing ends so)."""
-    summary = line["summary"]
+    result = line["result"]
     ended = "running" if alive else "no exit record"
     return {
         "pid": line["pid"],
@@ -187,23 +174,16 @@ def process_entry(line: dict[str, Any], problem: str | None, alive: bool) -> Pro
         "ended": "exited" if line["state"] == "exited" else ended,
         "complete": problem is None,
         "problem": problem,
-        "recompiles": summary["recompiles"],
-        "compile_seconds": summary["compile_seconds"],
-        "recompile_seconds": summary["recompile_seconds"],
-        "violations": summary["violations"],
-        "limit_hit": summary["limit_hit"],
-        "functions": summary["functions"],
-        "graph_breaks": summary["graph_breaks"],
+        "recompiles": result["recompiles"],
+        "compile_seconds": result["compile_seconds"],
+        "recompile_seconds": result["recompile_seconds"],
+        "violations": result["violations"],
+        "limit_hit": result["limit_hit"],
+        "functions": result["functions"],
+        "graph_breaks": result["graph_breaks"],
         "stopped": line["stopped"],
         "message": line["message"],
     }
-
-
-def who(process: ProcessResult) -> str:
-    """``rank 1 (pid 4242)``, or ``pid 4242 (python -c ...)`` for a child without a rank."""
-    if process["rank"] is not None:
-        return f"rank {process['rank']} (pid {process['pid']})"
-    return f"pid {process['pid']} ({process['command']})"
 
 
 def _times(count: int) -> str:
@@ -253,25 +233,3 @@ def divergence(processes: list[ProcessResult]) -> str | None:
         ]
         parts.append(", ".join(words))
     return f"ranks diverge: {'; '.join(parts)}" if parts else None
-
-
-def failure_lines(processes: list[ProcessResult]) -> list[str]:
-    """The children's broken rules, each child's message under its rank and pid."""
-    lines = []
-    for process in processes:
-        if not process["violations"] or not process["message"]:
-            continue
-        first, *rest = str(process["message"]).splitlines()
-        lines.append(f"{PREFIX} {who(process)}: {first.removeprefix(PREFIX).strip()}")
-        lines += [f"  {line}" for line in rest]
-    return lines
-
-
-def notes(processes: list[ProcessResult]) -> list[str]:
-    """Children that ended without a complete record."""
-    return [
-        f"{who(p)} ended without a complete record ({p['problem']}): its compiles up to its "
-        "last complete record are counted"
-        for p in processes
-        if not p["complete"]
-    ]

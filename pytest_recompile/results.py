@@ -132,7 +132,7 @@ class ProcessResult(TypedDict):
     message: str | None  # the process's failure message, as its test shows it
 
 
-class TestSummary(TypedDict):
+class TestResult(TypedDict):
     """One test's results (``#/$defs/test`` less ``nodeid`` and ``outcome``): they travel on
     its reports to the terminal summary, the JSON report and the baseline."""
 
@@ -187,7 +187,7 @@ class FixtureResult(TypedDict):
     processes: list[ProcessResult]
 
 
-class ReportedTest(TestSummary):
+class ReportedTest(TestResult):
     """One test in the JSON report (``#/$defs/test``)."""
 
     nodeid: str

@@ -29,9 +29,10 @@ from .guards import (
     installed_guard,
 )
 from .markers import Budget, Rule, check_count
+from .messages import failure_message, warm_message, warm_refusal
 from .names import MODES
 from .recorder import Recorder, event_reasons
-from .report import Site, call_frame, failure_message, warm_message, warm_refusal
+from .sites import Site, call_frame
 from .verdict import FunctionRecord, Violation, judge, unknown_functions
 
 

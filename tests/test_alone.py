@@ -11,7 +11,7 @@ import pytest
 from snippets import REVERSE_CONFTEST, keeps_entries, outcomes, read_json
 
 from pytest_recompile._torch import versions
-from pytest_recompile.report import FAULT
+from pytest_recompile.terminal import FAULT
 
 REPORT_ONLY = ("--recompile-budget", "--recompile-mode=report-only", "--recompile-report=r.json")
 

@@ -18,7 +18,8 @@ from pytest_recompile.ci import (
     escape_property,
     markdown_summary,
 )
-from pytest_recompile.report import INCOMPLETE, PREFIX
+from pytest_recompile.names import PREFIX
+from pytest_recompile.terminal import INCOMPLETE
 
 SUITE = (
     HEADER

@@ -11,7 +11,7 @@ import torch
 
 from pytest_recompile import RecompileTracker
 from pytest_recompile._torch import instruments
-from pytest_recompile.report import PREFIX
+from pytest_recompile.names import PREFIX
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

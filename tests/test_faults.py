@@ -11,7 +11,8 @@ import torch_state
 from snippets import DOUBLE, HEADER
 
 from pytest_recompile._torch import events, versions
-from pytest_recompile.report import INCOMPLETE, PREFIX
+from pytest_recompile.names import PREFIX
+from pytest_recompile.terminal import INCOMPLETE
 
 NEXT_TEST_SEES_DEFAULTS = """
 import torch_state

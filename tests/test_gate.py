@@ -7,7 +7,8 @@ from glob import escape as esc
 import pytest
 from snippets import DOUBLE, HEADER, STEP
 
-from pytest_recompile.report import EAGER_FALLBACK, PREFIX, STOPPED
+from pytest_recompile.messages import EAGER_FALLBACK, STOPPED
+from pytest_recompile.names import PREFIX
 
 
 def test_global_int_fails_fast_with_the_guard(run) -> None:

@@ -10,7 +10,9 @@ import pytest
 from snippets import HEADER, REVERSE_CONFTEST, keeps_entries, outcomes, read_json
 
 from pytest_recompile._torch import versions
-from pytest_recompile.report import ISOLATION_HINT, PREFIX, RESET_FALLBACK, STOPPED
+from pytest_recompile.messages import STOPPED
+from pytest_recompile.names import PREFIX
+from pytest_recompile.terminal import ISOLATION_HINT, RESET_FALLBACK
 
 SHARED = """
 @torch.compile(backend="eager")

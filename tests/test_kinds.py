@@ -21,8 +21,7 @@ from pytest_recompile.guards import (
     normalise_kind,
     parse_reason,
 )
-from pytest_recompile.names import EXPECT_GUARDS_FORM
-from pytest_recompile.report import PREFIX
+from pytest_recompile.names import EXPECT_GUARDS_FORM, PREFIX
 
 
 def compiled(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:

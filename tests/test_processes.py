@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from snippets import outcomes, read_json
 
-from pytest_recompile import processes
+from pytest_recompile import messages, processes
 from pytest_recompile.names import SPOOL_ENV
 
 pytestmark = [
@@ -452,7 +452,7 @@ def test_torn_and_unfinished_records_are_named(tmp_path: Path) -> None:
             "rank": 1,
             "command": "python -c",
             "state": "compiled",
-            "summary": {
+            "result": {
                 "recompiles": 1,
                 "compile_seconds": 0.0,
                 "recompile_seconds": 0.0,
@@ -473,7 +473,7 @@ def test_torn_and_unfinished_records_are_named(tmp_path: Path) -> None:
             (1, 1, "a record cut short"),
             (2, 1, "it ended while compiling"),
         ]
-        assert processes.notes(found)[0].startswith(
+        assert messages.notes(found)[0].startswith(
             f"rank 1 (pid {2**22 + 7}) ended without a complete record (a record cut short)"
         )
     finally:
@@ -521,7 +521,7 @@ def test_child_modes_and_recompile_limit(pytester: pytest.Pytester, mode: str) -
     (child,) = test["processes"]
     assert child["limit_hit"] == ["h"]
     assert child["stopped"] is False
-    assert test["limit_hit"] == [f"h ({processes.who(child)})"]
+    assert test["limit_hit"] == [f"h ({messages.who(child)})"]
 
 
 def test_gate_errors_cross_process_boundaries() -> None:
@@ -596,7 +596,7 @@ def test_an_internal_error_in_a_child_is_contained_and_named_once(
         "from pytest_recompile import child\n"
         "def broken(self, *args, **kwargs):\n"
         "    raise RuntimeError('injected')\n"
-        "child.Recorder._write = broken\n"
+        "child.ChildRecorder._write = broken\n"
     )
     monkeypatch.setenv("PYTHONPATH", str(site))
     result = _run(pytester, FAULTY_CHILD, "--recompile-budget=0")

@@ -28,7 +28,9 @@ from pytest_recompile.baseline import (
     read_baseline,
     write_json_atomic,
 )
-from pytest_recompile.report import INCOMPLETE, PREFIX, SCHEMA_FILE
+from pytest_recompile.names import PREFIX
+from pytest_recompile.report import SCHEMA_FILE
+from pytest_recompile.terminal import INCOMPLETE
 
 SUITE = (
     HEADER

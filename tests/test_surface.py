@@ -12,8 +12,8 @@ from pytest_recompile.names import (
     FORBID_GUARDS_FORM,
     MAX_GRAPH_BREAKS_FORM,
     MAX_RECOMPILES_FORM,
+    PREFIX,
 )
-from pytest_recompile.report import PREFIX
 from pytest_recompile.settings import BARE_FLAG_HINT
 
 RECOMPILES = (

@@ -16,14 +16,9 @@ from pytest_recompile.markers import (
     check_count,
     parse_count_text,
 )
+from pytest_recompile.messages import EAGER_FALLBACK, STOPPED, failure_message, relative
 from pytest_recompile.names import MAX_RECOMPILES_FORM
-from pytest_recompile.report import (
-    EAGER_FALLBACK,
-    STOPPED,
-    failure_message,
-    relative,
-    summary_lines,
-)
+from pytest_recompile.terminal import summary_lines
 from pytest_recompile.verdict import FunctionRecord, Recompile, judge, rerecords
 
 

@@ -20,7 +20,8 @@ from snippets import STEP, read_json
 
 from pytest_recompile._torch import versions
 from pytest_recompile.isolation import NO_REUSE
-from pytest_recompile.report import PREFIX, RESET_FALLBACK
+from pytest_recompile.names import PREFIX
+from pytest_recompile.terminal import RESET_FALLBACK
 
 BREAKS = """
 @torch.compile(backend="eager")

@@ -8,7 +8,10 @@ that patches one patches what the package calls.
 - :mod:`.versions`: the torch version and every feature probe;
 - :mod:`.hooks`: the one compile hook torch calls before each frame compile;
 - :mod:`.events`: the compile event read from torch's compile frame, and function names;
-- :mod:`.entries`: cache entries, keeping some and dropping the rest, automatic-dynamic state;
+- :mod:`.entries`: cache entries, keeping some and dropping the rest, offering earlier ones;
+- :mod:`.dynamic_state`: torch's automatic-dynamic state, whole or per code object;
+- :mod:`.fingerprints`: what decides a compile beyond guards (config hashes, input marks);
+- :mod:`.backends`: which backend a compile is for, behind torch.compile's wrappers;
 - :mod:`.guard_tree`: the leaf guards of an entry, and which one failed;
 - :mod:`.instruments`: graph breaks, CUDA-graph recordings, compile seconds, stance, config.
 """

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
-import sys
 import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import CodeType, FrameType
+from types import CodeType
 from typing import Any
 
 from ..identity import IdentityMap
-from . import versions
+from . import backends, versions
 
 
 @dataclass(frozen=True, eq=False)
@@ -214,9 +212,6 @@ class _Answer:
 _ANSWERS: weakref.WeakKeyDictionary[Any, _Answer] = weakref.WeakKeyDictionary()
 
 
-_EVAL_FRAME_FILE = os.path.join("_dynamo", "eval_frame.py")
-
-
 BACKEND_MISMATCH = "BACKEND_MATCH failure: this call compiles for another backend than"
 
 
@@ -260,10 +255,10 @@ def _guard(entry: KeptEntry, offered: Offer | None) -> None:
             return refused("another isolate_recompiles region")
         callback = None
         if backend is not None or answer.offer is not None:
-            callback = _CHECKING[-1] if _CHECKING else _calling_backend()
+            callback = _CHECKING[-1] if _CHECKING else backends.calling_backend()
         if backend is not None and callback is not None and callback is not False:
             if callback is not last[0]:
-                last[:] = [callback, bool(_innermost_backend(callback) == backend)]
+                last[:] = [callback, bool(backends.innermost_backend(callback) == backend)]
             if not last[1]:
                 return refused("another backend or torch.compile options")
         if answer.offer is None:
@@ -277,7 +272,7 @@ def _guard(entry: KeptEntry, offered: Offer | None) -> None:
             return False
         if callback is None or callback is False:
             return refused("a backend set where the plugin cannot read it")
-        if filters_guards(callback):
+        if backends.filters_guards(callback):
             return refused("a guard_filter_fn in torch.compile's options")
         with _TAKING:
             if not found.taken:
@@ -295,35 +290,13 @@ def _guard(entry: KeptEntry, offered: Offer | None) -> None:
 _TAKING = threading.Lock()  # one thread takes an offer, once
 
 
-def filters_guards(callback: Any) -> bool:
-    """Whether a torch.compile wrapper's callback drops guards (``guard_filter_fn``)."""
-    return hooks_filter_guards(getattr(callback, "_hooks", None))
-
-
-def hooks_filter_guards(hooks: Any) -> bool:
-    """Whether torch's compile hooks (a callback's, or ``_compile``'s) drop guards."""
-    return getattr(hooks, "guard_filter_fn", None) is not None
-
-
-def _calling_backend() -> Any:
-    """The compile callback of the torch.compile wrapper nearest up the stack, if any."""
-    frame: FrameType | None = sys._getframe(2)
-    for _ in range(6):
-        if frame is None:
-            return None
-        if frame.f_code.co_filename.endswith(_EVAL_FRAME_FILE):
-            return frame.f_locals.get("callback")
-        frame = frame.f_back
-    return None
-
-
 def kept_reasons(kept: tuple[KeptEntry, ...], user_frame: Any, compiler_fn: Any) -> tuple[str, ...]:
     """Each entry's guard failure for this frame, worded as torch words a recompile's."""
     from torch._dynamo.guards import get_guard_fail_reason
 
     options: dict[str, Any] = {"skip_logging": True}
     if "backend" in inspect.signature(get_guard_fail_reason).parameters:  # 2.10+
-        options["backend"] = _innermost_backend(compiler_fn)
+        options["backend"] = backends.innermost_backend(compiler_fn)
     _CHECKING.append(compiler_fn)
     try:
         found = [
@@ -361,18 +334,8 @@ def _as_torch_words(reason: str, entry: KeptEntry, compiler_fn: Any) -> str:
     import torch._dynamo.guards as dynamo_guards
 
     describe = getattr(dynamo_guards, "describe_backend", repr)
-    new = _innermost_backend(compiler_fn)
+    new = backends.innermost_backend(compiler_fn)
     return head + _TORCH_BACKEND_REASON.format(cached=describe(entry.backend), new=describe(new))
-
-
-def _innermost_backend(compiler_fn: Any) -> Any:
-    """The backend behind torch's wrappers of it, as torch compares backends."""
-    for _ in range(32):
-        inner = getattr(compiler_fn, "_torchdynamo_orig_backend", None)
-        if inner is None:
-            break
-        compiler_fn = inner
-    return compiler_fn
 
 
 def count_kept(cache_size: Any, user_frame: Any, kept: tuple[KeptEntry, ...]) -> None:
@@ -385,217 +348,6 @@ def count_kept(cache_size: Any, user_frame: Any, kept: tuple[KeptEntry, ...]) ->
     cache_size.num_cache_entries_with_same_id_matched_objs += same_id
     if hasattr(cache_size, "total_cache_entries_all_regions"):  # 2.13+
         cache_size.total_cache_entries_all_regions += len(kept)
-
-
-def code_state() -> Any:
-    """torch's automatic-dynamic state (which dims were seen to vary), as it is now: the
-    object itself, not a copy (None before the first compile and after a reset)."""
-    pgo = _pgo()
-    return pgo._CODE_STATE if pgo is not None else None
-
-
-def copy_code_state(state: Any) -> dict[Any, Any]:
-    """A copy of an automatic-dynamic state, to read or to install (empty for None)."""
-    import copy
-
-    return dict(copy.deepcopy(state)) if state else {}
-
-
-def changed_code_state(before: dict[Any, Any], after: Any) -> dict[Any, Any]:
-    """What ``after`` holds that ``before`` did not: the code ids whose state changed."""
-    return copy_code_state(
-        {key: value for key, value in (after or {}).items() if before.get(key) != value}
-    )
-
-
-def merged_code_state(base: dict[Any, Any], *changes: dict[Any, Any]) -> dict[Any, Any]:
-    """``base`` with each change laid over it (copied: nothing shared). Where both know a
-    name of one code id, torch's own merge decides (a dim seen to vary becomes dynamic), as
-    if the calls behind the change had been made after those behind ``base``."""
-    merged = copy_code_state(base)
-    for change in changes:
-        for key, state in copy_code_state(change).items():
-            mine = merged.get(key)
-            names = getattr(mine, "automatic_dynamic", None)
-            theirs = getattr(state, "automatic_dynamic", None)
-            if names is None or theirs is None:
-                merged[key] = state
-                continue
-            for name, entry in theirs.items():
-                if name in names:
-                    names[name] |= entry
-                else:
-                    names[name] = entry
-    return merged
-
-
-def install_code_state(state: dict[Any, Any]) -> Any:
-    """Make ``state`` (copied) torch's automatic-dynamic state; return the object installed."""
-    import collections
-
-    pgo = _pgo()
-    if pgo is None:
-        return None
-    installed = collections.defaultdict(pgo.CodeState, copy_code_state(state))
-    pgo._CODE_STATE = installed
-    return installed
-
-
-def _keys_of(code: CodeType, state: Any) -> list[Any]:
-    """torch's keys of ``code``'s automatic-dynamic state: one without a closure, found
-    directly; a closure's code may have one per closure (all of the same place)."""
-    import torch._dynamo.pgo as pgo
-
-    plain = pgo.CodeId.make(code)
-    if not code.co_freevars:
-        return [plain] if plain in state else []
-    return [
-        k
-        for k in state
-        if (k.file_hash, k.firstlineno, k.name) == (plain.file_hash, plain.firstlineno, plain.name)
-    ]
-
-
-def state_of(code: CodeType) -> dict[Any, Any]:
-    """The automatic-dynamic state torch keeps for ``code`` (per closure, if any): a copy."""
-    state = code_state()
-    if not state:
-        return {}
-    return copy_code_state(
-        {key: state[key] for key in _keys_of(code, state) if state[key].automatic_dynamic}
-    )
-
-
-def set_state_of(code: CodeType, state: dict[Any, Any]) -> None:
-    """Make ``state`` (from :func:`state_of`) torch's automatic-dynamic state for ``code``."""
-    current = code_state()
-    if current is None:
-        current = install_code_state({})
-        if current is None:
-            return
-    for key in _keys_of(code, current):
-        del current[key]
-    current.update(copy_code_state(state))
-
-
-def other_closure(code: CodeType, f_locals: Any, *states: dict[Any, Any]) -> bool:
-    """Whether ``states`` hold torch's automatic-dynamic state of a closure of ``code`` other
-    than the call's (torch keys it by the code objects of the callables the cells hold)."""
-    import torch._dynamo.pgo as pgo
-
-    keyed = {getattr(key, "closure_hash", None) for state in states for key in state} - {None}
-    if not keyed:
-        return False
-    try:
-        cells = tuple(pgo._get_closure_content(f_locals[name]) for name in code.co_freevars)
-    except Exception:  # an empty cell, a torch that words it otherwise: not provably the same
-        return True
-    return keyed != {hash(cells)}
-
-
-_DEBUG_BACKENDS = "torch._dynamo.backends.debugging"  # eager, aot_eager, ...: no inductor
-
-
-def reads_inductor_config(compiler_fn: Any) -> bool:
-    """Whether a compile's backend may read inductor's config: any but torch's debugging
-    backends (``eager``, ``aot_eager``, ...), behind torch.compile's wrapper of them."""
-    inner = _innermost_backend(compiler_fn)
-    inner = getattr(inner, "compiler_fn", inner)  # torch.compile(backend="eager")'s wrapper
-    return getattr(inner, "__module__", None) != _DEBUG_BACKENDS
-
-
-def config_fingerprint(inductor: bool = True) -> tuple[Any, ...]:
-    """What torch's compile reads beyond guards: the hashes of Dynamo's, AOT autograd's and
-    (``inductor``) inductor's config, without the keys torch marks as not affecting compiles;
-    None for a config module not imported yet or not read (no compile used it)."""
-    names = ("torch._dynamo.config", "torch._functorch.config", "torch._inductor.config")
-    found = [sys.modules.get(name) for name in names]
-    if not inductor:
-        found[2] = None
-    return tuple(module.get_hash() if module is not None else None for module in found)
-
-
-def same_config(made: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
-    """A config module imported after the compile (None then) did not take part in it."""
-    return len(made) == len(now) and all(
-        a is None or b is None or a == b for a, b in zip(made, now, strict=True)
-    )
-
-
-_MARK_PREFIXES = ("_dynamo_", "_specialize_", "_has_dynamo_")
-# Set by Dynamo itself on the parameters and buffers it traces (static inputs, unguarded),
-# so present after any compile of a module and absent on a new one: says nothing of a call.
-_DYNAMO_OWN = frozenset({"_dynamo_static_input_type"})
-
-Marks = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
-
-
-_MODULE_HOOKS = (
-    "_forward_hooks",
-    "_forward_pre_hooks",
-    "_backward_hooks",
-    "_backward_pre_hooks",
-)
-
-
-def input_marks(f_locals: Any) -> Marks | None:
-    """What a call passes that torch does not guard, yet that decides what a compile makes:
-    the dynamic-shape marks (``mark_dynamic``, ``maybe_mark_dynamic``, ``mark_unbacked``,
-    ``mark_static``, ``mark_static_address``, ...) on its tensors (top-level, inside lists,
-    tuples and dicts, a module's parameters and buffers), and the hooks on its modules and
-    submodules and the global module hooks (torch skips guards on them by default). None if
-    they cannot be read: nothing then proves two calls alike."""
-    try:
-        return _input_marks(f_locals)
-    except Exception:
-        return None
-
-
-def _input_marks(f_locals: Any) -> Marks:
-    import torch
-    import torch.nn.modules.module as module_
-
-    found: list[tuple[str, tuple[tuple[str, str], ...]]] = []
-
-    def hooks(path: str, holder: Any, names: tuple[str, ...]) -> None:
-        held = tuple(
-            (name, repr([getattr(fn, "__qualname__", type(fn).__name__) for fn in table.values()]))
-            for name in names
-            if (table := getattr(holder, name, None))
-        )
-        if held:
-            found.append((path, held))
-
-    def visit(path: str, value: Any, depth: int) -> None:
-        if isinstance(value, torch.Tensor):
-            attrs = getattr(value, "__dict__", None) or {}
-            marks = tuple(
-                sorted(
-                    (k, repr(v))
-                    for k, v in attrs.items()
-                    if k.startswith(_MARK_PREFIXES) and k not in _DYNAMO_OWN
-                )
-            )
-            if marks:
-                found.append((path, marks))
-        elif depth > 2:
-            return
-        elif type(value) in (list, tuple):
-            for index, item in enumerate(value):
-                visit(f"{path}[{index}]", item, depth + 1)
-        elif type(value) is dict:
-            for key, item in value.items():
-                visit(f"{path}[{key!r}]", item, depth + 1)
-        elif isinstance(value, torch.nn.Module):
-            for name, tensor in [*value.named_parameters(), *value.named_buffers()]:
-                visit(f"{path}.{name}", tensor, 3)
-            for name, child in value.named_modules():
-                hooks(f"{path}.{name}" if name else path, child, _MODULE_HOOKS)
-
-    for name, value in list(f_locals.items()):
-        visit(str(name), value, 0)
-    hooks("<global>", module_, tuple(f"_global{name}" for name in _MODULE_HOOKS))
-    return tuple(found)
 
 
 def breaks_graph(entry: KeptEntry) -> bool:
@@ -611,14 +363,6 @@ def compiled_codes() -> list[CodeType]:
     tracker = getattr(convert_frame, "input_codes", None)
     found = (ref() for ref in getattr(tracker, "seen", ()))
     return [code for code in found if isinstance(code, CodeType)]
-
-
-def _pgo() -> Any:
-    try:
-        import torch._dynamo.pgo as pgo
-    except ImportError:
-        return None
-    return pgo if hasattr(pgo, "_CODE_STATE") else None
 
 
 def entry_list(code: CodeType) -> list[Any]:

@@ -16,7 +16,7 @@ from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..identity import IdentityMap
-from . import entries, guard_tree, versions
+from . import backends, entries, fingerprints, guard_tree, versions
 
 if TYPE_CHECKING:
     pass
@@ -53,8 +53,8 @@ class CompileEvent:
     refused: bool = False
     # the value the call passed, by the source of each failing ``==`` guard: "G['step']" -> "1"
     values: Mapping[str, str] = field(default_factory=dict)
-    # the dynamic-shape marks on the inputs (entries.input_marks): they decide what it makes
-    marks: entries.Marks | None = ()
+    # the dynamic-shape marks on the inputs (fingerprints.input_marks): they decide what it makes
+    marks: fingerprints.Marks | None = ()
     filtered: bool = False  # compiled under a guard_filter_fn (fewer guards than a plain one)
     inductor: bool = True  # its backend may read inductor's config
 
@@ -251,9 +251,9 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
         limit=f"{limit_type} ({getattr(config, limit_type)})" if exceeded else None,
         refused=bool(exceeded and (config.fail_on_recompile_limit_hit or loc.get("one_graph"))),
         values=_equals_values(reasons, user_frame) if recompile else {},
-        marks=entries.input_marks(user_frame.f_locals) if user_frame is not None else None,
-        filtered=entries.hooks_filter_guards(loc.get("hooks")),
-        inductor=entries.reads_inductor_config(loc.get("compiler_fn")),
+        marks=fingerprints.input_marks(user_frame.f_locals) if user_frame is not None else None,
+        filtered=backends.hooks_filter_guards(loc.get("hooks")),
+        inductor=backends.reads_inductor_config(loc.get("compiler_fn")),
     )
 
 

@@ -22,27 +22,27 @@ from . import __version__
 from ._torch import versions
 from .baseline import baseline_document, write_json_atomic, write_text_atomic
 from .ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
+from .messages import plural
 from .names import PREFIX
-from .report import (
-    FAULT,
-    INCOMPLETE,
-    MISSING,
-    fixture_limit_lines,
-    outlived_lines,
-    plural,
-    report_document,
-    summary_lines,
-    totals_line,
-)
+from .report import report_document
 from .results import (
     Environment,
     FixtureResult,
     OutlivedResult,
     ReportDocument,
     ReportSettings,
-    TestSummary,
+    TestResult,
 )
 from .settings import Settings
+from .terminal import (
+    FAULT,
+    INCOMPLETE,
+    MISSING,
+    fixture_limit_lines,
+    outlived_lines,
+    summary_lines,
+    totals_line,
+)
 
 
 @dataclass
@@ -50,7 +50,7 @@ class Collected:
     """What the session's reports carried: each test's last figures and outcome, the wider
     fixtures' compiles, contained internal errors, and the gated tests that ran."""
 
-    results: dict[str, tuple[str, TestSummary]] = field(default_factory=dict)
+    results: dict[str, tuple[str, TestResult]] = field(default_factory=dict)
     fixtures: list[FixtureResult] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)  # each told once
     notes: dict[str, None] = field(default_factory=dict)  # features this torch lacks, once each
@@ -66,7 +66,7 @@ class Collected:
             self.gated.add(report.nodeid)
         if report.when == "setup":  # a new attempt (reruns) starts afresh
             self.results.pop(report.nodeid, None)
-        data: TestSummary | None = getattr(report, "recompile", None)
+        data: TestResult | None = getattr(report, "recompile", None)
         if data is None:
             return
         earlier = self.results.get(report.nodeid, ("passed", data))[0]
@@ -88,7 +88,7 @@ class Collected:
 
 
 @dataclass
-class SummaryReport:
+class SessionReport:
     """The terminal summary, as lines: (text, whether it is an error line)."""
 
     collected: Collected
@@ -115,9 +115,9 @@ class SummaryReport:
         yield from ((line, False) for line in self.annotations)
 
 
-class Summary:
+class SessionResults:
     """The session's plugin for results: hooks that hand off to :class:`Collected`, the
-    writers and :class:`SummaryReport`."""
+    writers and :class:`SessionReport`."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -159,7 +159,7 @@ class Summary:
             for line, red in report.lines():
                 terminalreporter.write_line(line, red=red, bold=red)
 
-    def report(self, config: pytest.Config) -> SummaryReport | None:
+    def report(self, config: pytest.Config) -> SessionReport | None:
         collected = self.collected
         told = (
             collected.results
@@ -175,7 +175,7 @@ class Summary:
             if self.settings.github
             else []
         )
-        return SummaryReport(
+        return SessionReport(
             collected,
             self.settings.enforced,
             self.incomplete,
@@ -264,7 +264,7 @@ class Summary:
         )
 
 
-def beyond_baseline(results: dict[str, TestSummary], settings: Settings) -> list[str]:
+def beyond_baseline(results: dict[str, TestResult], settings: Settings) -> list[str]:
     """What the gate run after a baseline update would still fail: every broken rule but a
     total over the default budget (the one thing a baseline raises). Empty: it will pass."""
     default = settings.default.source if settings.default is not None else None

@@ -1,0 +1,121 @@
+"""torch's automatic-dynamic state (which dims were seen to vary, per code object): reading,
+copying, merging and installing it, whole or for one code object."""
+
+from __future__ import annotations
+
+from types import CodeType
+from typing import Any
+
+
+def code_state() -> Any:
+    """torch's automatic-dynamic state (which dims were seen to vary), as it is now: the
+    object itself, not a copy (None before the first compile and after a reset)."""
+    pgo = _pgo()
+    return pgo._CODE_STATE if pgo is not None else None
+
+
+def copy_code_state(state: Any) -> dict[Any, Any]:
+    """A copy of an automatic-dynamic state, to read or to install (empty for None)."""
+    import copy
+
+    return dict(copy.deepcopy(state)) if state else {}
+
+
+def changed_code_state(before: dict[Any, Any], after: Any) -> dict[Any, Any]:
+    """What ``after`` holds that ``before`` did not: the code ids whose state changed."""
+    return copy_code_state(
+        {key: value for key, value in (after or {}).items() if before.get(key) != value}
+    )
+
+
+def merged_code_state(base: dict[Any, Any], *changes: dict[Any, Any]) -> dict[Any, Any]:
+    """``base`` with each change laid over it (copied: nothing shared). Where both know a
+    name of one code id, torch's own merge decides (a dim seen to vary becomes dynamic), as
+    if the calls behind the change had been made after those behind ``base``."""
+    merged = copy_code_state(base)
+    for change in changes:
+        for key, state in copy_code_state(change).items():
+            mine = merged.get(key)
+            names = getattr(mine, "automatic_dynamic", None)
+            theirs = getattr(state, "automatic_dynamic", None)
+            if names is None or theirs is None:
+                merged[key] = state
+                continue
+            for name, entry in theirs.items():
+                if name in names:
+                    names[name] |= entry
+                else:
+                    names[name] = entry
+    return merged
+
+
+def install_code_state(state: dict[Any, Any]) -> Any:
+    """Make ``state`` (copied) torch's automatic-dynamic state; return the object installed."""
+    import collections
+
+    pgo = _pgo()
+    if pgo is None:
+        return None
+    installed = collections.defaultdict(pgo.CodeState, copy_code_state(state))
+    pgo._CODE_STATE = installed
+    return installed
+
+
+def _keys_of(code: CodeType, state: Any) -> list[Any]:
+    """torch's keys of ``code``'s automatic-dynamic state: one without a closure, found
+    directly; a closure's code may have one per closure (all of the same place)."""
+    import torch._dynamo.pgo as pgo
+
+    plain = pgo.CodeId.make(code)
+    if not code.co_freevars:
+        return [plain] if plain in state else []
+    return [
+        k
+        for k in state
+        if (k.file_hash, k.firstlineno, k.name) == (plain.file_hash, plain.firstlineno, plain.name)
+    ]
+
+
+def state_of(code: CodeType) -> dict[Any, Any]:
+    """The automatic-dynamic state torch keeps for ``code`` (per closure, if any): a copy."""
+    state = code_state()
+    if not state:
+        return {}
+    return copy_code_state(
+        {key: state[key] for key in _keys_of(code, state) if state[key].automatic_dynamic}
+    )
+
+
+def set_state_of(code: CodeType, state: dict[Any, Any]) -> None:
+    """Make ``state`` (from :func:`state_of`) torch's automatic-dynamic state for ``code``."""
+    current = code_state()
+    if current is None:
+        current = install_code_state({})
+        if current is None:
+            return
+    for key in _keys_of(code, current):
+        del current[key]
+    current.update(copy_code_state(state))
+
+
+def other_closure(code: CodeType, f_locals: Any, *states: dict[Any, Any]) -> bool:
+    """Whether ``states`` hold torch's automatic-dynamic state of a closure of ``code`` other
+    than the call's (torch keys it by the code objects of the callables the cells hold)."""
+    import torch._dynamo.pgo as pgo
+
+    keyed = {getattr(key, "closure_hash", None) for state in states for key in state} - {None}
+    if not keyed:
+        return False
+    try:
+        cells = tuple(pgo._get_closure_content(f_locals[name]) for name in code.co_freevars)
+    except Exception:  # an empty cell, a torch that words it otherwise: not provably the same
+        return True
+    return keyed != {hash(cells)}
+
+
+def _pgo() -> Any:
+    try:
+        import torch._dynamo.pgo as pgo
+    except ImportError:
+        return None
+    return pgo if hasattr(pgo, "_CODE_STATE") else None

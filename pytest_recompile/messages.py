@@ -1,0 +1,299 @@
+"""The wording: one rendering of each broken rule, function block, recompile line and
+graph break, wherever it is shown (failure messages, summaries, the JSON report, CI outputs).
+
+Pure: records and violations in, text out; imports neither pytest nor torch (the core and
+child processes use it).
+"""
+
+from __future__ import annotations
+
+import os
+
+from .guards import GraphBreak, Reason, hint_for, label_for
+from .names import PREFIX
+from .results import ProcessResult, ViolationResult
+from .verdict import FunctionRecord, Recompile, Violation
+
+STOPPED = "stopped here, before compiling"
+
+
+EAGER_FALLBACK = "fell back to eager"
+
+
+LIMIT_RAISED = (
+    "torch refused to compile it and raised FailOnRecompileLimitHit "
+    "(fail_on_recompile_limit_hit or fullgraph)"
+)
+
+
+LIMIT_FIX = (
+    "torch now runs it uncompiled, silently; remove the cause of its recompiles, or "
+    "raise torch._dynamo.config.recompile_limit if they are expected"
+)
+
+
+def relative(path: str, root: str | None = None) -> str:
+    """``path`` relative to ``root`` (default: the working directory) when inside it, with
+    ``/`` separators; otherwise as given (another drive on Windows included)."""
+    try:
+        rel = os.path.relpath(path, root or os.getcwd())
+    except ValueError:  # another drive on Windows
+        return path
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return path
+    return rel.replace(os.sep, "/")
+
+
+def location(filename: str, lineno: int, root: str | None = None) -> str:
+    """``file:line``, relative to ``root`` (default: the working directory) when inside it."""
+    return f"{relative(filename, root)}:{lineno}"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _unknown_function(v: Violation) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(v.wanted, list(v.compiled), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    compiled = ", ".join(v.compiled) or "none"
+    return f"{v.source} names no function this test compiled (compiled: {compiled}){hint}"
+
+
+def violation_message(v: Violation) -> str:
+    """The one wording of a broken rule, without the ``pytest-recompile:`` prefix: the JSON
+    report, the summaries and the CI outputs carry it (:func:`violation_result`), the failure
+    message prints it after the prefix."""
+    fn = v.function.qualname if v.function is not None else "?"
+    if v.kind == "limit":
+        if v.function is not None and v.function.limit_raised:
+            return f"'{fn}' hit {v.source}: {LIMIT_RAISED}; remove the cause of its recompiles"
+        return f"'{fn}' hit {v.source} and {EAGER_FALLBACK}: {LIMIT_FIX}"
+    if v.kind == "function":
+        first = f" ({_first_guard(v.function)})" if v.function is not None else ""
+        return f"'{fn}' recompiled {plural(v.used, 'time')}{first}, budget {v.allowed} ({v.source})"
+    if v.kind == "unexpected":
+        # with the detail where the marker named details (expect_guards('TENSOR_MATCH(size)'))
+        detailed = "(" in v.source.partition("(")[2]
+        kinds = ", ".join(sorted({r.label if detailed else r.kind for r in v.reasons}))
+        return (
+            f"'{fn}' recompiled because of {kinds}, not a kind this test expects "
+            f"({v.source}): {v.reasons[0].text}"
+        )
+    if v.kind == "forbidden":
+        kinds = ", ".join(sorted({g.kind for g in v.guards}))
+        return (
+            f"'{fn}' installed {plural(v.used, 'forbidden guard')} of kind {kinds} "
+            f"({v.source}): {v.guards[0].text}"
+        )
+    if v.kind == "graph_breaks":
+        return f"{plural(v.used, 'graph break')}, budget {v.allowed} ({v.source})"
+    if v.kind == "cudagraph_rerecords":
+        return (
+            f"{plural(v.used, 'CUDA-graph re-record')}, budget {v.allowed} ({v.source}): "
+            "not recompiles, but each re-record costs a capture; keep input shapes and "
+            "addresses stable"
+        )
+    if v.kind == "unknown_function":
+        return _unknown_function(v)
+    if v.kind == "fullgraph":
+        return f"graph break under fullgraph ({v.source}): {v.breaks[0].reason}"
+    return f"{plural(v.used, 'recompile')}{_worst_text(v)}, budget {v.allowed} ({v.source})"
+
+
+def violation_result(v: Violation) -> ViolationResult:
+    return {"kind": v.kind, "source": v.source, "message": violation_message(v)}
+
+
+def _first_guard(record: FunctionRecord) -> str:
+    """``KIND: guard`` of the function's first recompile (the one to fix first)."""
+    for recompile in record.recompiles:
+        if recompile.reasons:
+            first = recompile.reasons[0]
+            return guard_text(first.kind, first.detail, first.text)
+    return "torch gave no reason"
+
+
+def _worst_text(v: Violation) -> str:
+    """Which function the recompiles of a total were, so one line is enough to act on:
+    `` of f (KIND: guard)``, or `` in 3 functions, most of f (2; KIND: guard)``."""
+    if not v.counted:
+        return ""
+    worst = max(
+        v.counted, key=lambda r: (r.recompile_count, any(rc.stopped for rc in r.recompiles))
+    )
+    if len(v.counted) == 1:
+        return f" of {worst.qualname} ({_first_guard(worst)})"
+    return (
+        f" in {len(v.counted)} functions, most of {worst.qualname} "
+        f"({worst.recompile_count}; {_first_guard(worst)})"
+    )
+
+
+def guard_text(kind: str, detail: str | None, text: str, actual: str | None = None) -> str:
+    """``KIND(detail): guard``, and `` (this call: 1)`` when ``actual`` gives the value a call
+    passed where an ``==`` guard expected another."""
+    passed = f" (this call: {actual})" if kind == "EQUALS_MATCH" and actual else ""
+    return f"{label_for(kind, detail)}: {text}{passed}"
+
+
+def recompile_line(index: int, recompile: Recompile) -> list[str]:
+    entry = f" [{recompile.compile_id}]"
+    resume = " (graph-break resume frame)" if recompile.resume else ""
+    tail = f"   <- {STOPPED}" if recompile.stopped else ""
+    if not recompile.reasons:
+        return [f"    recompile {index}{entry}{resume}: (torch gave no reason){tail}"]
+    first, *others = recompile.reasons
+    guard = guard_text(first.kind, first.detail, first.text, first.actual)
+    lines = [f"    recompile {index}{entry}{resume} {guard}{tail}"]
+    if others:
+        older = others[0]
+        more = f" and {len(others) - 1} more" if len(others) > 1 else ""
+        lines.append(
+            f"      also rejected by {older.entry or '?'} {older.label}: {older.text}{more}"
+        )
+    return lines
+
+
+COMPILE_ID_NOTE = (
+    "[frame/attempt] is torch's compile id, numbered across the whole process (earlier "
+    "tests' compiles count too), not this test's cache entries"
+)
+
+
+def _attempt(compile_id: str) -> int:
+    """The attempt of a compile id ("6/3" -> 3); 0 when it has none."""
+    attempt = compile_id.rpartition("/")[2]
+    return int(attempt) if attempt.isdigit() else 0
+
+
+def fix_lines(pairs: list[tuple[str, str]]) -> list[str]:
+    """One ``fix`` line per distinct (kind label, hint)."""
+    return [f"    fix {label}: {hint}" for label, hint in dict.fromkeys(pairs)]
+
+
+def function_block(
+    record: FunctionRecord, violations: list[Violation], root: str | None = None
+) -> list[str]:
+    seconds = record.recompile_seconds
+    cost = f", {seconds:.3f} s spent recompiling" if seconds else ""
+    lines = [
+        f"  {record.qualname}  {location(record.filename, record.lineno, root)}",
+        f"    cache entries: {record.cache_entries}, compiles: {record.compiles}, "
+        f"recompiles: {record.recompile_count}{cost}",
+    ]
+    fixes: list[tuple[str, str]] = []
+    for index, recompile in enumerate(record.recompiles, 1):
+        lines += recompile_line(index, recompile)
+        fixes += [(r.label, r.hint) for r in recompile.reasons[:1]]
+    if any(_attempt(r.compile_id) > record.cache_entries for r in record.recompiles):
+        lines.append(f"    {COMPILE_ID_NOTE}")
+    for v in violations:
+        if v.function is record and v.kind == "unexpected":
+            fixes += [(r.label, r.hint) for r in v.reasons]
+        if v.function is record and v.kind == "forbidden":
+            for guard in v.guards:
+                lines.append(
+                    f"    forbidden guard [{guard.entry}] {guard.kind} on {guard.source}: "
+                    f"{guard.text}"
+                )
+                fixes.append((guard.kind, hint_for(guard.kind, None, guard.source, guard.text)))
+    if record.limit:
+        lines.append(
+            f"    hit {record.limit} {plural(record.limit_hits, 'time')}: "
+            f"{LIMIT_RAISED if record.limit_raised else EAGER_FALLBACK}"
+        )
+    return lines + fix_lines(fixes)
+
+
+def break_lines(
+    breaks: tuple[GraphBreak, ...] | list[GraphBreak], root: str | None = None
+) -> list[str]:
+    lines = []
+    for index, found in enumerate(breaks, 1):
+        lines.append(
+            f"  graph break {index} at {location(found.filename, found.lineno, root)} "
+            f"in {found.function}: {found.reason}"
+        )
+        if found.line:
+            lines.append(f"      {found.line}")
+        if found.hint:
+            lines.append(f"    fix: {found.hint}")
+    return lines
+
+
+def offenders(records: list[FunctionRecord], violations: list[Violation]) -> list[FunctionRecord]:
+    named = {id(v.function) for v in violations if v.function is not None}
+    bad = [r for r in records if r.recompiles or r.limit or id(r) in named]
+    return sorted(bad, key=lambda r: (not r.limit, -r.recompile_count))
+
+
+def failure_message(
+    records: list[FunctionRecord],
+    violations: list[Violation],
+    *,
+    stopped: bool = False,
+    site: str | None = None,
+    root: str | None = None,
+) -> str:
+    lines = [f"{PREFIX} {violation_message(v)}" for v in violations]
+    for record in offenders(records, violations):
+        lines += function_block(record, violations, root)
+    for v in violations:
+        lines += break_lines(v.breaks, root)
+    if stopped:
+        at = f" at {site}" if site else ""
+        lines.append(f"  fail-fast: stopped{at}, before that recompile ran")
+    return "\n".join(lines)
+
+
+def seconds_text(seconds: float) -> str:
+    return f"{seconds:.2f} s"
+
+
+def warm_refusal(name: str, filename: str, lineno: int) -> str:
+    """The one wording of a compile refused inside a warm block (the test's ``warm``
+    violation), without the ``pytest-recompile:`` prefix."""
+    return f"'{name}' ({location(filename, lineno)}) would have compiled inside a warm block"
+
+
+def warm_message(name: str, filename: str, lineno: int, reasons: tuple[Reason, ...]) -> str:
+    """A compile refused inside a warm block: the function, and each guard that failed with
+    its kind and fix (none: a first compile)."""
+    lines = [f"{PREFIX} {warm_refusal(name, filename, lineno)}"]
+    for reason in reasons:
+        lines.append(f"    {reason.entry or '?'} {reason.label}: {reason.text}")
+    if not reasons:
+        lines.append("    a first compile: warm the function up before the warm block")
+    return "\n".join(lines + fix_lines([(r.label, r.hint) for r in reasons]))
+
+
+def who(process: ProcessResult) -> str:
+    """``rank 1 (pid 4242)``, or ``pid 4242 (python -c ...)`` for a child without a rank."""
+    if process["rank"] is not None:
+        return f"rank {process['rank']} (pid {process['pid']})"
+    return f"pid {process['pid']} ({process['command']})"
+
+
+def failure_lines(processes: list[ProcessResult]) -> list[str]:
+    """The children's broken rules, each child's message under its rank and pid."""
+    lines = []
+    for process in processes:
+        if not process["violations"] or not process["message"]:
+            continue
+        first, *rest = str(process["message"]).splitlines()
+        lines.append(f"{PREFIX} {who(process)}: {first.removeprefix(PREFIX).strip()}")
+        lines += [f"  {line}" for line in rest]
+    return lines
+
+
+def notes(processes: list[ProcessResult]) -> list[str]:
+    """Children that ended without a complete record."""
+    return [
+        f"{who(p)} ended without a complete record ({p['problem']}): its compiles up to its "
+        "last complete record are counted"
+        for p in processes
+        if not p["complete"]
+    ]

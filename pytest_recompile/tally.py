@@ -1,0 +1,125 @@
+"""Each test's and wider fixture's results, built from the tracker's records (JSON-ready
+values of :mod:`.results`: they travel on pytest's reports)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .guards import GraphBreak
+from .markers import Budget
+from .messages import violation_result, who
+from .results import FixtureResult, ProcessResult, TestResult, ViolationResult
+from .sites import Site
+from .verdict import FunctionRecord, Violation, rerecords
+
+if TYPE_CHECKING:
+    from .isolation import Owner
+
+
+def result_for_test(
+    records: list[FunctionRecord],
+    budget: Budget | None,
+    violations: list[Violation],
+    graph_breaks: list[GraphBreak],
+    *,
+    baseline: int | None = None,
+    device: str | None = None,
+    cudagraph_recordings: list[str] | None = None,
+    isolation: str = "entries",
+    stopped_at: Site | None = None,
+    refused: str | None = None,
+    processes: list[ProcessResult] | None = None,
+    divergence: str | None = None,
+) -> TestResult:
+    """One test's results (see :class:`~pytest_recompile.results.TestResult`); ``divergence``:
+    how its ranks compiled differently, in words (:func:`.processes.divergence`)."""
+    worst = max(records, key=lambda r: r.recompile_count, default=None)
+    total = budget.total if budget is not None else None
+    children = processes or []
+    same = budget.same_across_ranks if budget is not None else None
+    return {
+        "budget": total.value if total is not None else None,
+        "budget_source": total.source if total is not None else None,
+        "rules": budget.describe() if budget is not None else None,
+        "baseline": baseline,
+        "recompiles": sum(r.recompile_count for r in records),
+        "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
+        "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
+        "again_seconds": round(sum(r.again_seconds for r in records), 6),
+        "reused": sum(r.reused for r in records),
+        "saved_seconds": round(sum(r.saved_seconds for r in records), 6),
+        "isolation": isolation,
+        "violations": _violations(violations, refused, children, divergence, same),
+        "limit_hit": [r.qualname for r in records if r.limit]
+        + [f"{name} ({who(p)})" for p in children for name in p["limit_hit"]],
+        "worst": (
+            f"{worst.qualname} ({worst.recompile_count})"
+            if worst is not None and worst.recompile_count
+            else None
+        ),
+        "device": device,
+        "functions": [r.to_dict() for r in records],
+        "graph_breaks": [b.to_dict() for b in graph_breaks],
+        "cudagraph_recordings": len(cudagraph_recordings or []),
+        "cudagraph_rerecords": rerecords(cudagraph_recordings or []),
+        "stopped_at": stopped_at.to_dict() if stopped_at is not None else None,
+        "order_note": None,  # kept for readers of version 5: a test sees what it would alone
+        "processes": children,
+        "divergence": divergence,
+    }
+
+
+def _violations(
+    violations: list[Violation],
+    refused: str | None,
+    children: list[ProcessResult],
+    diverged: str | None,
+    same: str | None,
+) -> list[ViolationResult]:
+    """The test's broken rules: its own, a warm block's refusal, its children's (each named
+    by rank and pid) and, under ``same_compiles_across_ranks``, ranks that diverged."""
+    found = [violation_result(v) for v in violations]
+    if refused:
+        found.append({"kind": "warm", "source": "warm()", "message": refused})
+    found += [
+        {**v, "message": f"{who(p)}: {v['message']}"} for p in children for v in p["violations"]
+    ]
+    if diverged and same:
+        found.append({"kind": "divergence", "source": same, "message": diverged})
+    return found
+
+
+def per_process(data: TestResult) -> int:
+    """The most recompiles one process of the test made (the test's own or a child's): what
+    a budget, applied to each process, and so a baseline, caps."""
+    return int(max([data["recompiles"], *(p["recompiles"] for p in data.get("processes") or ())]))
+
+
+def child_recompiles(data: TestResult) -> int:
+    return sum(p["recompiles"] for p in data.get("processes") or ())
+
+
+def fixture_result(
+    owner: Owner,
+    records: list[FunctionRecord],
+    graph_breaks: list[GraphBreak],
+    processes: list[ProcessResult] | None = None,
+) -> FixtureResult:
+    """A wider fixture's compiles while it was set up, its child processes' included
+    (JSON-ready: it travels on a report)."""
+    children = processes or []
+    return {
+        "fixture": owner.describe(),
+        "name": owner.name,
+        "scope": owner.scope,
+        "node": owner.location,
+        "compiles": sum(r.compiles for r in records),
+        "recompiles": sum(r.recompile_count for r in records)
+        + sum(p["recompiles"] for p in children),
+        "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
+        "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
+        "limit_hit": [r.qualname for r in records if r.limit],
+        "functions": [r.to_dict() for r in records],
+        "graph_breaks": [b.to_dict() for b in graph_breaks],
+        "processes": children,
+    }

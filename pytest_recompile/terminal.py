@@ -1,0 +1,165 @@
+"""The session's terminal lines: tests that broke the gate or beat their baseline, wider
+fixtures and threads that compiled for no test, children, totals and what isolation cost."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .messages import EAGER_FALLBACK, notes, plural, seconds_text
+from .names import PREFIX
+from .results import FixtureResult, OutlivedResult, TestResult
+from .tally import child_recompiles, per_process
+
+ISOLATION_HINT = (
+    "warm shared compiled models once in a module- or session-scoped fixture: what it "
+    "compiles while set up is kept for its tests"
+)
+
+
+RESET_FALLBACK = (
+    "this torch cannot keep single cache entries, so compile caches were reset before each "
+    "test's own phases: wider fixtures' warm-ups were not kept"
+)
+
+
+def isolation_lines(tests: list[TestResult]) -> list[str]:
+    """What isolation saved (first compiles reused) and what it still cost, and why."""
+    lines = []
+    reused = sum(data["reused"] for data in tests)
+    if reused:
+        saved = sum(data["saved_seconds"] for data in tests)
+        lines.append(
+            f"isolation: {plural(reused, 'first compile')} reused from earlier tests "
+            f"({seconds_text(saved)} of compiling not spent again)"
+        )
+    again = sum(data["again_seconds"] for data in tests)
+    if again >= 0.005:
+        why = sorted({w for data in tests for f in data["functions"] for w in f["again_reasons"]})
+        lines.append(
+            f"isolation: {seconds_text(again)} compiling again what earlier tests had "
+            f"compiled ({'; '.join(why) or 'not reusable'}); {ISOLATION_HINT}"
+        )
+    return lines
+
+
+def fixture_line(fixture: FixtureResult) -> str:
+    """A wider fixture that recompiled while set up: recorded, charged to no test."""
+    firsts = [
+        f"{fn['qualname']} ({reason['kind']}: {reason['text']})"
+        for fn in fixture["functions"]
+        for recompile in fn["recompiles"][:1]
+        for reason in recompile["reasons"][:1]
+    ]
+    what = f": {'; '.join(firsts)}" if firsts else ""
+    return (
+        f"{fixture['node']}: {fixture['fixture']} recompiled "
+        f"{plural(fixture['recompiles'], 'time')} while set up (charged to no test){what}"
+    )
+
+
+def fixture_limit_lines(fixtures: list[FixtureResult]) -> list[str]:
+    """Loud lines for wider fixtures whose functions fell back to eager while set up."""
+    return [
+        f"{PREFIX} {fixture['node']}: {fixture['fixture']} hit recompile_limit while set up: "
+        f"{', '.join(repr(name) for name in fixture['limit_hit'])} {EAGER_FALLBACK} for every "
+        "test that uses it; remove the cause of its recompiles"
+        for fixture in fixtures
+        if fixture["limit_hit"]
+    ]
+
+
+def summary_lines(
+    results: list[tuple[str, TestResult]],
+    fixtures: list[FixtureResult] | None = None,
+    *,
+    enforced: bool = True,
+) -> list[str]:
+    """Lines for the terminal summary: each test that broke the gate or beat its baseline,
+    wider fixtures that recompiled while set up, then the totals. Sorted by node id, so
+    serial and pytest-xdist runs print the same. ``enforced=False`` (report-only): tests
+    "would have broken" the gate."""
+    results = sorted(results, key=lambda pair: pair[0])
+    lines = []
+    failing = [(nodeid, data) for nodeid, data in results if data["violations"]]
+    for nodeid, data in failing:
+        seconds = data["recompile_seconds"]
+        cost = f"; recompiles cost {seconds_text(seconds)}" if seconds >= 0.005 else ""
+        messages = "; ".join(v["message"] for v in data["violations"])
+        lines.append(f"{nodeid}: {messages}{cost}")
+    better = [
+        (nodeid, data)
+        for nodeid, data in results
+        if data["baseline"] is not None and per_process(data) < data["baseline"]
+    ]
+    for nodeid, data in better:
+        lines.append(
+            f"{nodeid}: {plural(per_process(data), 'recompile')}, below its baseline of "
+            f"{data['baseline']}: tighten it with --recompile-baseline-update"
+        )
+    recompiled = [f for f in fixtures or () if f["recompiles"]]
+    lines += sorted(fixture_line(f) for f in recompiled)
+    lines += process_lines(results)
+    lines.append(totals_line([data for _, data in results], enforced=enforced))
+    lines += isolation_lines([data for _, data in results])
+    if any(data["isolation"] == "reset" for _, data in results):
+        lines.append(f"isolation: {RESET_FALLBACK}")
+    return lines
+
+
+def process_lines(results: list[tuple[str, TestResult]]) -> list[str]:
+    """Ranks that diverged (where no rule made it fail) and children without a complete
+    record, one line each."""
+
+    lines = []
+    for nodeid, data in results:
+        judged = any(v["kind"] == "divergence" for v in data["violations"])
+        if data.get("divergence") and not judged:
+            lines.append(f"{nodeid}: {data['divergence']}")
+        lines += [f"{nodeid}: {note}" for note in notes(data.get("processes") or [])]
+    return lines
+
+
+FAULT = f"{PREFIX} internal error contained"
+
+
+MISSING = "incomplete report: the figures leave out what the gate could not record"
+
+
+INCOMPLETE = "incomplete run: these figures cover only the tests that ran; stopped by"
+
+
+def totals_line(results: list[TestResult], *, enforced: bool = True) -> str:
+    """``12 gated tests, 9 recompiles; 2 broke the gate, 0 hit recompile_limit; ...``"""
+    total = sum(data["recompiles"] + child_recompiles(data) for data in results)
+    failing = sum(1 for data in results if data["violations"])
+    limit = sum(1 for data in results if data["limit_hit"])
+    paid = sum(data["recompile_seconds"] for data in results)
+    return (
+        f"{plural(len(results), 'gated test')}, {plural(total, 'recompile')}; "
+        f"{failing} {'broke' if enforced else 'would have broken'} the gate, "
+        f"{limit} hit recompile_limit; recompiles cost {seconds_text(paid)}"
+    )
+
+
+def outlived_lines(found: Iterable[OutlivedResult]) -> list[str]:
+    """One summary line per thread starter and function: the compiles on a thread after the
+    test that started it had ended, charged to no test."""
+    counts: dict[tuple[str, str], int] = {}
+    during: dict[tuple[str, str], list[str]] = {}
+    for one in found:
+        key = (one["started_by"], one["function"])
+        counts[key] = counts.get(key, 0) + one["compiles"]
+        ran = during.setdefault(key, [])
+        if one["during"] not in ran:
+            ran.append(one["during"])
+    return [
+        f"thread: {plural(n, 'compile')} of {fn} on a thread that {who} started, while "
+        f"{_some(during[(who, fn)])} ran: charged to no test (the thread outlived the "
+        "test or fixture that started it; join or stop it before that ends)"
+        for (who, fn), n in counts.items()
+    ]
+
+
+def _some(names: list[str], shown: int = 2) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {plural(more, 'other')}" if more > 0 else "")
