@@ -16,12 +16,12 @@ _LAZY = {
     "BudgetError": "markers",
     "Reason": "guards",
     "InstalledGuard": "guards",
-    "GraphBreak": "guards",
-    "CompiledWhileWarm": "tracker",
+    "GraphBreak": "verdict",
+    "CompiledWhileWarm": "errors",
     "FunctionRecord": "verdict",
     "Recompile": "verdict",
-    "RecompileBudgetExceeded": "tracker",
-    "RecompileGateError": "tracker",
+    "RecompileBudgetExceeded": "errors",
+    "RecompileGateError": "errors",
     "RecompileTracker": "tracker",
     "Rule": "markers",
     "Violation": "verdict",
@@ -47,16 +47,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .guards import GraphBreak, InstalledGuard, Reason
+    from .errors import CompiledWhileWarm, RecompileBudgetExceeded, RecompileGateError
+    from .guards import InstalledGuard, Reason
     from .markers import Budget, BudgetError, Rule
-    from .tracker import (
-        CompiledWhileWarm,
-        RecompileBudgetExceeded,
-        RecompileGateError,
-        RecompileTracker,
-        warm,
-    )
-    from .verdict import FunctionRecord, Recompile, Violation
+    from .tracker import RecompileTracker, warm
+    from .verdict import FunctionRecord, GraphBreak, Recompile, Violation
 
 
 def __getattr__(name: str) -> Any:

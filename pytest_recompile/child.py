@@ -162,7 +162,7 @@ class ChildRecorder:
     # -- events ---------------------------------------------------------------------------------
 
     def on_compile(self, event: Any) -> None:
-        from .tracker import RecompileBudgetExceeded
+        from .errors import RecompileBudgetExceeded
 
         try:
             owner = self._owner()

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .results import GraphBreakResult, GuardResult, ReasonResult
+from .results import GuardResult, ReasonResult
 
 # -- the vocabulary -------------------------------------------------------------------------
 
@@ -467,49 +467,3 @@ def installed_guard(
 
 
 # -- graph breaks ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GraphBreak:
-    """One place where Dynamo split the graph, with torch's reason."""
-
-    reason: str  # torch's headline, e.g. "Failed to trace builtin operator"
-    filename: str
-    lineno: int
-    function: str
-    line: str  # the user's source line, when known
-    hint: str | None  # torch's first hint, when it gave one
-
-    @property
-    def site(self) -> tuple[str, int]:
-        """Its place in the code. torch may word one break twice (``Data-dependent
-        branching`` in the inlined frame, ``generic_jump`` in the frame it restarts, and
-        again in its resume function): one site."""
-        return (self.filename, self.lineno)
-
-    def to_dict(self) -> GraphBreakResult:
-        return {
-            "reason": self.reason,
-            "file": self.filename,
-            "line": self.lineno,
-            "function": self.function,
-            "code": self.line,
-            "hint": self.hint,
-        }
-
-
-def graph_break(text: str, filename: str, lineno: int, function: str, line: str) -> GraphBreak:
-    """A GraphBreak from torch's multi-line reason text and its innermost user frame."""
-    lines = [part.strip() for part in text.strip().splitlines() if part.strip()]
-    reason = lines[0] if lines else "graph break"
-    hint = next((part[5:].strip() for part in lines if part.startswith("Hint:")), None)
-    return GraphBreak(reason, filename, lineno, function, line.strip(), hint)
-
-
-def distinct_breaks(breaks: list[GraphBreak]) -> list[GraphBreak]:
-    """One per site (place in the code): a break compiled twice (a recompile, a restart,
-    torch's second wording of it) is still one break; the first wording is kept."""
-    seen: dict[tuple[str, int], GraphBreak] = {}
-    for found in breaks:
-        seen.setdefault(found.site, found)
-    return list(seen.values())

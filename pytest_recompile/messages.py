@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 
-from .guards import GraphBreak, Reason, hint_for, label_for
+from .guards import Reason, hint_for, label_for
 from .names import PREFIX
 from .results import ProcessResult, ViolationResult
-from .verdict import FunctionRecord, Recompile, Violation
+from .verdict import FunctionRecord, GraphBreak, Recompile, Violation
 
 STOPPED = "stopped here, before compiling"
 

@@ -19,8 +19,8 @@ from .names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PREFIX, PROCESS_M
 from .notices import RecompileMarkerIgnored, warn_at
 from .settings import (
     BARE_FLAG_HINT,
+    RUN_KEY,
     SETTINGS_KEY,
-    VERDICT_KEY,
     Settings,
     budget_option,
 )
@@ -181,7 +181,8 @@ def register_gate(config: pytest.Config, settings: Settings) -> None:
         versions.check_version()
     except versions.TorchUnsupported as exc:
         raise pytest.UsageError(str(exc)) from None
-    from .gate import Gate, QuietTrace
+    from .gate import Gate
+    from .quiet import QuietTrace
 
     worker = hasattr(config, "workerinput")
     config.pluginmanager.register(Gate(settings, worker=worker), "recompile-gate")
@@ -203,9 +204,9 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
     ``kinds()``, ``installed_guards()``, ``scoped(n)`` (a budget for a block) and ``warm()``
     (a block in which any compile fails). In a gated test it is the gate's own tracker;
     otherwise it records (report-only) from the moment the fixture is set up."""
-    verdict = request.node.stash.get(VERDICT_KEY, None)
-    if verdict is not None and verdict.tracker.active:
-        yield verdict.tracker
+    run = request.node.stash.get(RUN_KEY, None)
+    if run is not None and run.verdict is not None and run.verdict.tracker.active:
+        yield run.verdict.tracker
         return
     from ._torch import versions
     from .tracker import RecompileTracker
@@ -226,13 +227,13 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
     except versions.TorchUnsupported as exc:
         pytest.fail(str(exc), pytrace=False)
     if gate is not None:
-        gate.tracker = own
+        gate.adopt(own)
     try:
         yield own
     finally:
         own.stop()
-        if gate is not None and gate.tracker is own:
-            gate.tracker = None
+        if gate is not None:
+            gate.release(own)
 
 
 _NAMES = frozenset(MARKERS)

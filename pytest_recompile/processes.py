@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
+from .faults import Faults
 from .markers import Budget
 from .names import SHADOWED_ENV, SPOOL_ENV, SPOOL_OWNER
 from .results import ProcessResult
@@ -233,3 +234,47 @@ def divergence(processes: list[ProcessResult]) -> str | None:
         ]
         parts.append(", ".join(words))
     return f"ranks diverge: {'; '.join(parts)}" if parts else None
+
+
+class Children:
+    """The gate's side of its tests' child processes, each step contained: whose compiles
+    they make from now on, and the records they left (nothing while none are recorded)."""
+
+    def __init__(self, faults: Faults) -> None:
+        self.faults = faults
+        self.spool: Spool | None = None
+
+    def open(self) -> None:
+        self.spool = Spool()
+
+    def close(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
+
+    def announce(
+        self, kind: str, name: str, budget: Budget | None = None, mode: str = "report-only"
+    ) -> str | None:
+        """Children's compiles go to this test or wider fixture from now on: its token."""
+        if self.spool is None:
+            return None
+        return self.faults.call(self.spool.announce, kind, name, budget, mode)
+
+    def resume(self, token: str | None) -> None:
+        """Children's compiles go back to ``token`` (None: to nobody)."""
+        if self.spool is not None:
+            self.faults.call(self.spool.resume, token)
+
+    def silence(self) -> None:
+        """No test or fixture owns children's compiles now."""
+        self.resume(None)
+
+    def records(self, tokens: list[str | None]) -> list[ProcessResult]:
+        """The records children left for these owners."""
+        if self.spool is None or not any(tokens):
+            return []
+        found = self.faults.call(self.spool.processes, [t for t in tokens if t])
+        for fault in self.spool.faults:
+            self.faults.add(fault)
+        self.spool.faults.clear()
+        return found or []

@@ -187,6 +187,20 @@ class FixtureResult(TypedDict):
     processes: list[ProcessResult]
 
 
+class Carried(TypedDict):
+    """What one of a test's reports carries (``report.recompile``, under pytest-xdist from a
+    worker to the controller): the test's result on its teardown report (or on the report of
+    the phase that failed), the wider fixtures' compiles on its set-up's, and what the gate
+    tells once."""
+
+    result: TestResult | None  # the test's figures (a gated test)
+    gated: bool  # a gated test's teardown: it ran, with or without figures
+    fixtures: list[FixtureResult]  # wider fixtures that compiled while set up for it
+    degraded: list[str]  # features this torch lacks (once per process)
+    faults: list[str]  # contained internal errors (each once)
+    threads: list[OutlivedResult]  # compiles on threads that outlived their starter
+
+
 class ReportedTest(TestResult):
     """One test in the JSON report (``#/$defs/test``)."""
 

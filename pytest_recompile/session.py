@@ -26,6 +26,7 @@ from .messages import plural
 from .names import PREFIX
 from .report import report_document
 from .results import (
+    Carried,
     Environment,
     FixtureResult,
     OutlivedResult,
@@ -51,6 +52,7 @@ class Collected:
     fixtures' compiles, contained internal errors, and the gated tests that ran."""
 
     results: dict[str, tuple[str, TestResult]] = field(default_factory=dict)
+    outcomes: dict[str, str] = field(default_factory=dict)  # nodeid -> this attempt's outcome
     fixtures: list[FixtureResult] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)  # each told once
     notes: dict[str, None] = field(default_factory=dict)  # features this torch lacks, once each
@@ -58,25 +60,28 @@ class Collected:
     gated: set[str] = field(default_factory=set)  # gated tests that ran to their teardown
 
     def add(self, report: pytest.TestReport) -> None:
-        self.fixtures += getattr(report, "recompile_fixtures", None) or []
-        self.faults += getattr(report, "recompile_faults", None) or []
-        self.outlived += getattr(report, "recompile_threads", None) or []
-        self.notes.update(dict.fromkeys(getattr(report, "recompile_degraded", None) or ()))
-        if getattr(report, "recompile_gated", False):
-            self.gated.add(report.nodeid)
+        """One report of a test: its phase's outcome, and what it carries."""
+        nodeid = report.nodeid
         if report.when == "setup":  # a new attempt (reruns) starts afresh
-            self.results.pop(report.nodeid, None)
-        data: TestResult | None = getattr(report, "recompile", None)
-        if data is None:
-            return
-        earlier = self.results.get(report.nodeid, ("passed", data))[0]
-        if report.when == "setup":
-            outcome = "error"  # figures travel on a setup report only when it failed
+            self.results.pop(nodeid, None)
+            self.outcomes.pop(nodeid, None)
+            if report.failed:
+                self.outcomes[nodeid] = "error"
         elif report.when == "call":
-            outcome = report.outcome
-        else:  # teardown: the final figures; an error there spoils a pass
-            outcome = "error" if report.failed and earlier == "passed" else earlier
-        self.results[report.nodeid] = (outcome, data)
+            self.outcomes[nodeid] = report.outcome
+        elif report.failed and self.outcomes.get(nodeid, "passed") == "passed":
+            self.outcomes[nodeid] = "error"  # an error in teardown spoils a pass
+        carried: Carried | None = getattr(report, "recompile", None)
+        if carried is None:
+            return
+        self.fixtures += carried["fixtures"]
+        self.faults += carried["faults"]
+        self.outlived += carried["threads"]
+        self.notes.update(dict.fromkeys(carried["degraded"]))
+        if carried["gated"]:
+            self.gated.add(nodeid)
+        if carried["result"] is not None:
+            self.results[nodeid] = (self.outcomes.get(nodeid, "passed"), carried["result"])
 
     def missing(self) -> str | None:
         """Gated tests that ran without figures, in words (None: every one has them)."""

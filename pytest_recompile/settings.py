@@ -16,13 +16,11 @@ from .names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
 # markers.py is imported where a value is parsed: a run that asks for nothing never loads it.
 if TYPE_CHECKING:
     from .markers import Budget, Rule
-    from .outcome import TestVerdict
-    from .results import FixtureResult
+    from .testrun import TestRun
 
 SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
 BUDGET_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
-FIXTURES_KEY: pytest.StashKey[list[FixtureResult]] = pytest.StashKey()
-VERDICT_KEY: pytest.StashKey[TestVerdict] = pytest.StashKey()  # the gate's, per gated test
+RUN_KEY: pytest.StashKey[TestRun] = pytest.StashKey()  # the gate's, per test it follows
 
 BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
 

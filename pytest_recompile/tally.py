@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .guards import GraphBreak
 from .markers import Budget
 from .messages import violation_result, who
 from .results import FixtureResult, ProcessResult, TestResult, ViolationResult
 from .sites import Site
-from .verdict import FunctionRecord, Violation, rerecords
+from .verdict import FunctionRecord, GraphBreak, Violation, rerecords
 
 if TYPE_CHECKING:
-    from .isolation import Owner
+    from .owners import Owner
 
 
 def result_for_test(

@@ -19,61 +19,23 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from types import TracebackType
-from typing import Any
 
 from ._torch import entries, events, guard_tree, hooks, instruments, versions
-from .guards import (
-    GraphBreak,
-    InstalledGuard,
-    distinct_breaks,
-    installed_guard,
-)
+from .errors import CompiledWhileWarm, RecompileBudgetExceeded
+from .guards import InstalledGuard, installed_guard
 from .markers import Budget, Rule, check_count
-from .messages import failure_message, warm_message, warm_refusal
+from .messages import warm_message, warm_refusal
 from .names import MODES
 from .recorder import Recorder, event_reasons
-from .sites import Site, call_frame
-from .verdict import FunctionRecord, Violation, judge, unknown_functions
-
-
-class RecompileGateError(AssertionError):
-    """Base class of the failures the gate raises."""
-
-    site: Site | None = None  # where the call was made, once known
-    from_child = False  # raised in a child process, re-raised here by its launcher
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # A child process's error crosses to its parent pickled (multiprocessing): as its
-        # message, which is all the parent can show.
-        return (_rebuilt, (type(self), str(self)))
-
-
-def _rebuilt(cls: type[RecompileGateError], message: str) -> RecompileGateError:
-    error = cls.__new__(cls)
-    AssertionError.__init__(error, message)
-    error.from_child = True
-    if isinstance(error, RecompileBudgetExceeded):
-        error.records, error.violations, error.stopped = [], [], True
-    return error
-
-
-class CompiledWhileWarm(RecompileGateError):
-    """torch was about to compile inside a :func:`warm` block."""
-
-    refusal: str | None = None  # the refused compile in one line, without the prefix
-
-
-class RecompileBudgetExceeded(RecompileGateError):
-    """A test broke its rules: a recompile over budget or of an unexpected guard kind, a
-    forbidden guard, too many graph breaks, or a fall-back to eager at recompile_limit."""
-
-    def __init__(
-        self, records: list[FunctionRecord], violations: list[Violation], *, stopped: bool
-    ) -> None:
-        self.records = records
-        self.violations = violations
-        self.stopped = stopped
-        super().__init__(failure_message(records, violations, stopped=stopped))
+from .sites import call_frame
+from .verdict import (
+    FunctionRecord,
+    GraphBreak,
+    Violation,
+    distinct_breaks,
+    judge,
+    unknown_functions,
+)
 
 
 class RecompileTracker(Recorder):
@@ -158,7 +120,7 @@ class RecompileTracker(Recorder):
     ) -> None:
         self.stop()
         if isinstance(exc, RecompileBudgetExceeded) and exc.stopped:
-            exc.args = (stopped_message(exc),)  # with where the call was made
+            exc.locate()  # its message says where the call was made
         if exc is not None:
             self.note_exception(exc)
         elif self.mode == "at-end":
@@ -392,17 +354,3 @@ def warm() -> Iterator[None]:
         error.site = site
         error.refusal = refused[-1][0]
         raise error from None
-
-
-def stopped_message(stopped: RecompileGateError, root: str | None = None) -> str:
-    """The gate's message for a call it stopped, with where the call was made (a warm
-    block's message says it already)."""
-    if not isinstance(stopped, RecompileBudgetExceeded):
-        return str(stopped)
-    site = call_frame(stopped.__traceback__, root)
-    return failure_message(
-        stopped.records,
-        stopped.violations,
-        stopped=stopped.stopped,
-        site=site.describe(root) if site is not None else None,
-    )

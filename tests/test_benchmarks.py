@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # runs the benchmark's quick mode: a minute or two
+
 BENCH = Path(__file__).parent.parent / "benchmarks" / "run.py"
 
 

@@ -172,16 +172,87 @@ def test_guard_kinds_page_names_every_kind() -> None:
     assert set(re.findall(r"`(\w+)`", aliases.group(1))) <= set(ALIASES)
 
 
-def test_the_module_map_is_the_package() -> None:
+FLOORS = ("model", "torch", "core", "pytest", "entry")
+
+
+def module_map() -> dict[str, tuple[str, int]]:
+    """docs/how-it-works.md's module table: module -> (floor, lines)."""
     page = (ROOT / "docs" / "how-it-works.md").read_text()
-    mapped = {row[0].strip("`") for row in table_cells(page, "`")}
+    return {row[0].strip("`"): (row[1], int(row[2])) for row in table_cells(page, "`")}
+
+
+def package_modules() -> dict[str, Path]:
     package = ROOT / "pytest_recompile"
-    modules = {
-        path.relative_to(package).as_posix()
+    return {
+        path.relative_to(package).as_posix(): path
         for path in package.rglob("*.py")
         if path.name != "__init__.py" and "__pycache__" not in path.parts
     }
-    assert mapped == modules, (sorted(mapped - modules), sorted(modules - mapped))
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module this file imports, lazy and type-checking imports included, as dotted
+    names relative to the package (``_torch.entries``) or absolute (``pytest``)."""
+    import ast
+
+    package = ROOT / "pytest_recompile"
+    parts = list(path.relative_to(package).with_suffix("").parts)
+    here = parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            base = here[: len(here) - (node.level - 1)]
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            found |= {f"{target}.{alias.name}".strip(".") for alias in node.names} | {target}
+        elif isinstance(node, ast.ImportFrom):
+            found.add(node.module or "")
+    return found
+
+
+def test_the_module_map_is_the_package() -> None:
+    mapped, modules = module_map(), package_modules()
+    assert set(mapped) == set(modules), (
+        sorted(set(mapped) - set(modules)),
+        sorted(set(modules) - set(mapped)),
+    )
+    for name, (floor, lines) in mapped.items():
+        assert floor in FLOORS, f"{name}: unknown floor {floor!r}"
+        actual = len(modules[name].read_text().splitlines())
+        assert abs(actual - lines) <= max(5, actual // 10), f"{name}: {actual} lines, not {lines}"
+        assert actual <= 400 or name == "guards.py", f"{name}: {actual} lines (400 at most)"
+
+
+def test_imports_go_down_the_floors_without_a_circle() -> None:
+    """A module imports its own floor or lower ones, never pytest below the pytest layer, and
+    no module reaches itself through the modules it imports."""
+    mapped, modules = module_map(), package_modules()
+    dotted = {name.removesuffix(".py").replace("/", "."): name for name in modules}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        floor = FLOORS.index(mapped[name][0])
+        found = imports_of(path)
+        graph[name] = {dotted[d] for d in found if d in dotted and dotted[d] != name}
+        for other in graph[name]:
+            assert FLOORS.index(mapped[other][0]) <= floor, (
+                f"{name} imports {other}, a higher floor"
+            )
+        if floor < FLOORS.index("pytest"):
+            assert not {d.split(".")[0] for d in found} & {"pytest", "_pytest"}, name
+
+    def reach(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo += graph[name]
+        return seen
+
+    circles = sorted(name for name in graph if name in reach(name))
+    assert not circles, f"import circles through {circles}"
 
 
 # -- commands that install things or take minutes: what CI runs ----------------------------

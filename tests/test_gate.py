@@ -496,7 +496,7 @@ def test_report_only_never_fails_but_summarises(run) -> None:
     )
 
 
-@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
 def test_real_backends(run, backend) -> None:
     result = run(
         SHAPES.replace('backend="eager"', f'backend="{backend}"').replace(
@@ -510,6 +510,7 @@ def test_real_backends(run, backend) -> None:
     )
 
 
+@pytest.mark.slow
 def test_inductor_first_compile_and_dynamic_pass(run) -> None:
     result = run(
         """
@@ -558,6 +559,7 @@ def test_uses_it(warmed):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", [["--recompile-budget"], []])
 def test_summary_under_xdist(pytester, flag) -> None:
     pytester.makepyfile(

@@ -21,6 +21,7 @@ from pytest_recompile.names import SPOOL_ENV
 
 pytestmark = [
     pytest.mark.processes,
+    pytest.mark.slow,
     pytest.mark.skipif(sys.platform == "win32", reason="fork and gloo set-up"),
 ]
 
@@ -528,7 +529,7 @@ def test_gate_errors_cross_process_boundaries() -> None:
     """A child's gate error reaches its parent pickled (multiprocessing): as its message."""
     import pickle
 
-    from pytest_recompile.tracker import CompiledWhileWarm, RecompileBudgetExceeded
+    from pytest_recompile.errors import CompiledWhileWarm, RecompileBudgetExceeded
 
     for error in (RecompileBudgetExceeded([], [], stopped=True), CompiledWhileWarm("refused")):
         copy = pickle.loads(pickle.dumps(error))

@@ -88,6 +88,7 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
     return clean(report)
 
 
+@pytest.mark.slow
 def test_json_report_matches_its_schema_and_says_everything(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest_subprocess("--recompile-budget", "--recompile-report=out.json")
@@ -124,6 +125,7 @@ def test_json_report_matches_its_schema_and_says_everything(pytester: pytest.Pyt
     assert report["summary"]["broke_the_gate"] == 2
 
 
+@pytest.mark.slow
 def test_serial_and_xdist_give_the_same_summary_and_report(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE)
     runs = {}
@@ -140,6 +142,7 @@ def test_serial_and_xdist_give_the_same_summary_and_report(pytester: pytest.Pyte
     assert runs["serial"][0][0].startswith("test_suite.py::test_break: 1 graph break, budget 0")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [[], ["-n", "2"]])
 def test_junit_properties_under_serial_and_xdist(pytester: pytest.Pytester, extra) -> None:
     pytester.makepyfile(test_suite=SUITE)
@@ -481,6 +484,7 @@ def test_warm_refuses(recompiles):
     assert "convert_frame.py" not in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "incomplete"),
     [

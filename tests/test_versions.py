@@ -19,8 +19,8 @@ import torch._dynamo.utils as dynamo_utils
 from snippets import STEP, read_json
 
 from pytest_recompile._torch import versions
-from pytest_recompile.isolation import NO_REUSE
 from pytest_recompile.names import PREFIX
+from pytest_recompile.reuse import NO_REUSE
 from pytest_recompile.terminal import RESET_FALLBACK
 
 BREAKS = """
@@ -141,6 +141,7 @@ def test_without_compile_metrics_seconds_read_zero(run, monkeypatch) -> None:
     assert line.startswith("degraded: compile seconds: this torch has no compile metrics")
 
 
+@pytest.mark.slow
 def test_each_degraded_line_is_told_once_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         "import torch._dynamo\n"
@@ -156,6 +157,7 @@ def test_each_degraded_line_is_told_once_under_xdist(pytester: pytest.Pytester) 
     assert len(degraded(result, "fullgraph")) == 1
 
 
+@pytest.mark.slow
 def test_missing_api_under_xdist_is_named_without_a_crash(pytester: pytest.Pytester) -> None:
     # pytest.exit in an xdist worker would crash the controller: each gated test errors instead.
     pytester.makeconftest("import torch._dynamo.cache_size as c\ndel c.is_recompilation\n")

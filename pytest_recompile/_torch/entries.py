@@ -237,8 +237,17 @@ def _guard(entry: KeptEntry, offered: Offer | None) -> None:
         return  # (a torch without epilogue guards: kept entries answer any backend)
     import torch._dynamo.guards as dynamo_guards
 
-    backend, region = entry.backend, entry.region
     answer = _Answer(weakref.ref(offered) if offered is not None else None)
+    describe = getattr(dynamo_guards, "describe_backend", repr)
+    mismatch = f"{BACKEND_MISMATCH} {describe(entry.backend)}, the kept entry's"
+    add(_answers(entry, answer), [mismatch], None)
+    _ANSWERS[entry.guard_manager] = answer
+
+
+def _answers(entry: KeptEntry, answer: _Answer) -> Callable[[Any], bool]:
+    """The epilogue guard of a re-installed entry (see :func:`_guard`): whether it answers
+    the call whose frame locals it is given."""
+    backend, region = entry.backend, entry.region
     last: list[Any] = [None, True]  # the last callback asked about, and the answer
     import torch._C._dynamo.eval_frame as eval_frame
 
@@ -282,9 +291,7 @@ def _guard(entry: KeptEntry, offered: Offer | None) -> None:
                     found.taken = False
         return found.taken
 
-    describe = getattr(dynamo_guards, "describe_backend", repr)
-    add(answers, [f"{BACKEND_MISMATCH} {describe(backend)}, the kept entry's"], None)
-    _ANSWERS[entry.guard_manager] = answer
+    return answers
 
 
 _TAKING = threading.Lock()  # one thread takes an offer, once

@@ -1,26 +1,26 @@
-"""The gate's verdict on one test: what it has judged, where it stopped the test, and what
-the end of each phase means for the test (fail with the gate's message, let the test's own
-exception stand with the gate's findings beside it, or nothing).
+"""One test's run as the gate follows it, and the gate's verdict on it.
 
-The tracker records; this module holds the per-test state the gate keeps about its own
-judgement, and words the outcome from the tracker's violations and the children's records.
+A :class:`TestRun` is made before the test's set-up and held in its stash under one key
+(:data:`RUN_KEY`): who owns its compiles, the tracker that records them, what it started from,
+its wider fixtures' compiles and, for a gated test, its :class:`TestVerdict`: judged once at
+each phase's end, then frozen into the :class:`~pytest_recompile.results.TestResult` its
+report carries. The tracker records; this module holds the gate's judgement, and words the
+outcome of a phase from the tracker's violations and the children's records.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from . import messages, processes
+from .errors import CompiledWhileWarm, RecompileGateError, stopped_message
 from .messages import failure_message
 from .names import PREFIX
-from .results import ProcessResult
+from .owners import Owner
+from .results import FixtureResult, ProcessResult
 from .sites import Site, call_frame
-from .tracker import (
-    CompiledWhileWarm,
-    RecompileGateError,
-    RecompileTracker,
-    stopped_message,
-)
+from .tracker import RecompileTracker
 from .verdict import Violation
 
 
@@ -40,6 +40,7 @@ class TestVerdict:
     __test__ = False  # not a test class, whatever pytest's collection may think of the name
 
     tracker: RecompileTracker
+    found: list[Violation] = field(default_factory=list)  # as judged at the last phase's end
     judged: int = 0  # violations already reported
     stopped_at: Site | None = None  # the call the gate stopped
     refused: str | None = None  # a warm block's refusal that failed the test
@@ -48,17 +49,19 @@ class TestVerdict:
     children: list[ProcessResult] | None = None  # the records its child processes left
     divergence: str | None = None  # how its ranks compiled differently, in words
 
-    def violations(self) -> list[Violation]:
-        return self.tracker.violations(self.elsewhere)
+    def judge(self) -> list[Violation]:
+        """Judge the test as it stands (at a phase's end): its reports carry this judgement."""
+        self.found = self.tracker.violations(self.elsewhere)
+        return self.found
 
     def judge_now(self) -> None:
         """Everything broken so far has been reported (a stop in set-up)."""
-        self.judged = len(self.violations())
+        self.judged = len(self.judge())
 
     def late_violations(self) -> list[Violation]:
-        """Rules broken since the last judgement (in teardown), with all the others."""
-        found = self.violations()
-        return found if len(found) > self.judged else []
+        """Rules broken since the judgement reported last (in teardown), with all the
+        others (judged at the teardown's end)."""
+        return self.found if len(self.found) > self.judged else []
 
     def note_children(self, children: list[ProcessResult]) -> None:
         """The test's children's records; functions they compiled are not unknown to a
@@ -85,7 +88,7 @@ class TestVerdict:
                 self.refused = exc.refusal
             return Outcome(fail=stopped_message(exc, root))
         broke = tracker.note_exception(exc) if exc is not None else None
-        found = self.violations()
+        found = self.judge()
         self.judged = len(found)
         message = failure_message(tracker.records, found) if found else None
         if exc is not None and broke is None:
@@ -120,6 +123,26 @@ class TestVerdict:
         elif self.divergence:
             told.append(self.divergence)
         return "\n".join(fail) or None, "\n".join(told) or None
+
+
+@dataclass(eq=False)
+class TestRun:
+    """One test, from before its set-up to the end of its teardown (see the module)."""
+
+    __test__ = False  # not a test class
+
+    owner: Owner  # the test, as the owner of the compiles its phases make
+    verdict: TestVerdict | None = None  # a gated test's: its tracker is the gate's
+    adopted: RecompileTracker | None = None  # an ungated test's ``recompiles`` fixture's
+    token: str | None = None  # what its child processes' compiles go to
+    start_state: Any = None  # what it started from (its leak check); None: not gated
+    fixtures: list[FixtureResult] = field(default_factory=list)  # wider fixtures' compiles
+    isolating_setup: bool = False  # its set-up runs isolated (fixtures torn down re-isolate)
+
+    @property
+    def tracker(self) -> RecompileTracker | None:
+        """The tracker its phases' compiles go to (None: nobody records them)."""
+        return self.verdict.tracker if self.verdict is not None else self.adopted
 
 
 def indented(text: str) -> str:

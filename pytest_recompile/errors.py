@@ -1,0 +1,89 @@
+"""The failures the gate raises: data (the records, the broken rules, where the call was
+made), worded when shown (:mod:`.messages`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .messages import failure_message
+from .sites import Site, call_frame
+from .verdict import FunctionRecord, Violation
+
+
+class RecompileGateError(AssertionError):
+    """Base class of the failures the gate raises."""
+
+    site: Site | None = None  # where the call was made, once known
+    from_child = False  # raised in a child process, re-raised here by its launcher
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A child process's error crosses to its parent pickled (multiprocessing): as its
+        # message, which is all the parent can show.
+        return (_rebuilt, (type(self), str(self)))
+
+
+def _rebuilt(cls: type[RecompileGateError], message: str) -> RecompileGateError:
+    error = cls.__new__(cls)
+    AssertionError.__init__(error, message)
+    error.from_child = True
+    if isinstance(error, RecompileBudgetExceeded):
+        error.records, error.violations, error.stopped = [], [], True
+        error._text = message
+    return error
+
+
+class CompiledWhileWarm(RecompileGateError):
+    """torch was about to compile inside a :func:`~pytest_recompile.tracker.warm` block."""
+
+    refusal: str | None = None  # the refused compile in one line, without the prefix
+
+
+class RecompileBudgetExceeded(RecompileGateError):
+    """A test broke its rules: a recompile over budget or of an unexpected guard kind, a
+    forbidden guard, too many graph breaks, or a fall-back to eager at recompile_limit.
+
+    It carries the records and the broken rules; its message is worded when first shown.
+    """
+
+    _text: str | None = None
+    at: Site | None = None  # where the call was made, once the tracker's block ended
+
+    def __init__(
+        self, records: list[FunctionRecord], violations: list[Violation], *, stopped: bool
+    ) -> None:
+        self.records = records
+        self.violations = violations
+        self.stopped = stopped
+        super().__init__()
+
+    def __str__(self) -> str:
+        if self._text is None:
+            site = self.at.describe() if self.at is not None else None
+            self._text = failure_message(
+                self.records, self.violations, stopped=self.stopped, site=site
+            )
+        return self._text
+
+    def locate(self) -> None:
+        """The block that raised it ended: its message says where the call was made."""
+        self.at, self._text = call_frame(self.__traceback__), None
+
+    def message(self, root: str | None = None) -> str:
+        """The message with where the call was made (``root``: what paths are relative to)."""
+        if self.from_child:
+            return str(self)
+        site = call_frame(self.__traceback__, root)
+        return failure_message(
+            self.records,
+            self.violations,
+            stopped=self.stopped,
+            site=site.describe(root) if site is not None else None,
+        )
+
+
+def stopped_message(stopped: RecompileGateError, root: str | None = None) -> str:
+    """The gate's message for a call it stopped, with where the call was made (a warm
+    block's message says it already)."""
+    if not isinstance(stopped, RecompileBudgetExceeded):
+        return str(stopped)
+    return stopped.message(root)
