@@ -16,10 +16,8 @@ import atexit
 import contextlib
 import json
 import os
-import pickle
 import sys
 import threading
-from dataclasses import replace
 from typing import Any
 
 from .names import SPOOL_ENV, SPOOL_OWNER
@@ -127,8 +125,12 @@ class ChildRecorder:
         key = token.decode()
         owner = self.owners.get(key)
         if owner is None:
-            owner = self.owners[key] = pickle.loads(rest)
+            from .markers import Budget
+
+            owner = self.owners[key] = json.loads(rest)
             owner["token"] = key
+            if owner["budget"] is not None:
+                owner["budget"] = Budget.from_json(owner["budget"])
         return owner
 
     def _tracker(self, owner: dict[str, Any]) -> Any:
@@ -147,13 +149,11 @@ class ChildRecorder:
                 self._close(old, "closed")
         tracker = self.trackers.get(token)
         if tracker is None:
-            budget = owner["budget"]
-            if budget is not None and budget.fullgraph:
-                budget = replace(budget, fullgraph=None)  # judged from the breaks it records
             tracker = RecompileTracker(
-                budget, mode=owner["mode"], reset=False, warm_start=True, listen=False
-            ).start()
-            self.trackers[token] = tracker
+                owner["budget"], mode=owner["mode"], reset=False, warm_start=True, listen=False
+            )
+            tracker.stop_at_breaks = False  # fullgraph: judged from the breaks it records
+            self.trackers[token] = tracker.start()
         else:
             tracker.resume()
         self.token = token
@@ -236,7 +236,6 @@ class ChildRecorder:
         """Append this owner's records as they are now: one line, one write."""
         from .messages import failure_message
         from .tally import result_for_test
-        from .verdict import Violation
 
         tracker = tracker or self.trackers[token]
         if stopped is not None:
@@ -246,9 +245,6 @@ class ChildRecorder:
         records = tracker.records
         found = [v for v in tracker.violations() if v.kind != "unknown_function"]
         budget = owner["budget"]
-        if budget is not None and budget.fullgraph and tracker.graph_breaks:
-            breaks = tuple(tracker.graph_breaks)
-            found.append(Violation("fullgraph", len(breaks), 0, budget.fullgraph, breaks=breaks))
         line = {
             "token": token,
             "pid": os.getpid(),

@@ -94,6 +94,49 @@ class Budget:
             parts.append("same compiles across ranks")
         return "; ".join(parts) or "no cap"
 
+    def to_json(self) -> dict[str, Any]:
+        """The budget as JSON values (a rule as ``[value, source]``, kinds sorted): how it
+        crosses to a child process, which rebuilds it with :meth:`from_json`."""
+
+        def rule(found: Rule[Any] | None) -> list[Any] | None:
+            if found is None:
+                return None
+            value = sorted(found.value) if isinstance(found.value, frozenset) else found.value
+            return [value, found.source]
+
+        return {
+            "total": rule(self.total),
+            "per_function": {name: rule(r) for name, r in self.per_function.items()},
+            "total_counts_named": self.total_counts_named,
+            "expect": rule(self.expect),
+            "forbid": rule(self.forbid),
+            "fullgraph": self.fullgraph,
+            "max_graph_breaks": rule(self.max_graph_breaks),
+            "max_cudagraph_rerecords": rule(self.max_cudagraph_rerecords),
+            "same_across_ranks": self.same_across_ranks,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Budget:
+        def count(found: list[Any] | None) -> Rule[int] | None:
+            return Rule(int(found[0]), str(found[1])) if found is not None else None
+
+        def kinds(found: list[Any] | None) -> Rule[frozenset[str]] | None:
+            return Rule(frozenset(found[0]), str(found[1])) if found is not None else None
+
+        per_function = {name: count(r) for name, r in data["per_function"].items()}
+        return cls(
+            total=count(data["total"]),
+            per_function={name: r for name, r in per_function.items() if r is not None},
+            total_counts_named=bool(data["total_counts_named"]),
+            expect=kinds(data["expect"]),
+            forbid=kinds(data["forbid"]),
+            fullgraph=data["fullgraph"],
+            max_graph_breaks=count(data["max_graph_breaks"]),
+            max_cudagraph_rerecords=count(data["max_cudagraph_rerecords"]),
+            same_across_ranks=data["same_across_ranks"],
+        )
+
 
 def check_count(value: object, where: str) -> int:
     """A budget is a non-negative int; bool, float and str are refused."""

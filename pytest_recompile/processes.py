@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import shutil
 import sys
 import tempfile
@@ -47,7 +46,7 @@ class Spool:
         self._torn: set[str] = set()
         self._last: dict[tuple[str, str], dict[str, Any]] = {}  # (file, token) -> last line
         self._count = 0
-        self._owners: dict[str, bytes] = {}  # token -> the owner, pickled
+        self._owners: dict[str, bytes] = {}  # token -> the owner, as JSON
         self.faults: list[str] = []  # internal errors children told (taken by the gate)
         self.silence()
         for name, value in (
@@ -78,9 +77,10 @@ class Spool:
         """Name the test or wider fixture whose compiles children make from now on."""
         self._count += 1
         token = f"{kind[0]}{self._count}"
-        self._owners[token] = pickle.dumps(
-            {"kind": kind, "name": name, "budget": budget, "mode": mode}
-        )
+        rules = budget.to_json() if budget is not None else None
+        self._owners[token] = json.dumps(
+            {"kind": kind, "name": name, "budget": rules, "mode": mode}
+        ).encode()
         self.resume(token)
         return token
 

@@ -82,6 +82,8 @@ class RecompileTracker(Recorder):
         self._breaks_mark = 0
         self._rearm: Callable[[], None] = lambda: None
         self._paused: int | None = None  # CUDA-graph recordings when paused
+        # fullgraph: torch stops at the break (2.9+), else judged from the breaks recorded
+        self.stop_at_breaks = True
         self.active = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -97,11 +99,7 @@ class RecompileTracker(Recorder):
             callbacks = stack.enter_context(instruments.block_callbacks(self._observe))
             self.cudagraph_recordings = callbacks.recordings
             self._rearm = callbacks.rearm
-            if (
-                self.budget is not None
-                and self.budget.fullgraph
-                and versions.can_error_on_graph_break()
-            ):
+            if self.budget is not None and self.budget.fullgraph and self._stops_at_breaks():
                 stack.enter_context(instruments.error_on_graph_break())
             if self.listen:
                 stack.callback(hooks.install_compile_hook(self.on_compile))
@@ -303,11 +301,14 @@ class RecompileTracker(Recorder):
         fullgraph = self.budget.fullgraph if self.budget is not None else None
         if fullgraph and self.fullgraph_break is not None:
             found.append(Violation("fullgraph", 1, 0, fullgraph, breaks=(self.fullgraph_break,)))
-        elif fullgraph and self.graph_breaks and not versions.can_error_on_graph_break():
-            # Before 2.9 torch cannot stop at the break: judged when the block ends.
+        elif fullgraph and self.graph_breaks and not self._stops_at_breaks():
+            # torch did not stop at the break (before 2.9, a child): judged from the records.
             breaks = tuple(self.graph_breaks)
             found.append(Violation("fullgraph", len(breaks), 0, fullgraph, breaks=breaks))
         return found
+
+    def _stops_at_breaks(self) -> bool:
+        return self.stop_at_breaks and versions.can_error_on_graph_break()
 
     def check(self) -> None:
         """Raise RecompileBudgetExceeded if the block broke its budget."""

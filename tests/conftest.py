@@ -8,8 +8,8 @@ import pytest
 from _pytest import pytester as pytester_module
 from snippets import HEADER
 
-# One suite run as data by test_differential.py (in a copy), never collected here.
-collect_ignore = ["differential_suite"]
+# One suite run as data by isolation/test_differential.py (in a copy), never collected here.
+collect_ignore = ["isolation/differential_suite"]
 
 
 def _keep_libraries(inner_root: Path) -> type:
@@ -32,6 +32,19 @@ def _keep_libraries(inner_root: Path) -> type:
             super().__init__(preserve=keep)
 
     return KeepLibraries
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow kinds of test carry the ``slow`` marker (``-m "not slow"`` is the inner loop
+    CONTRIBUTING.md gives): a child-process or differential test without it is an error."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if (item.get_closest_marker("processes") or item.get_closest_marker("differential"))
+        and not item.get_closest_marker("slow")
+    ]
+    if unmarked:
+        raise pytest.UsageError(f"mark these @pytest.mark.slow: {', '.join(unmarked)}")
 
 
 @pytest.fixture(autouse=True)

@@ -331,6 +331,23 @@ def test_the_contributor_commands_are_what_ci_runs(request: pytest.FixtureReques
     assert [e + (" ." if "ruff" in e else "") for e in entries] == lint
 
 
+def test_the_inner_loop_skips_only_slow_tests(request: pytest.FixtureRequest) -> None:
+    """The inner loop deselects the slow marker, which pyproject.toml registers; the alone-count
+    cache's variable and file are the differential check's own."""
+    from isolation import test_differential
+
+    inner, write = commands_in(checked_blocks(request))
+    assert shlex.split(inner) == [".venv/bin/python", "-m", "pytest", "-n", "2", "-m", "not slow"]
+    assert '"slow: ' in (ROOT / "pyproject.toml").read_text()
+    variable, python, *rest = shlex.split(write)
+    assert variable == f"{test_differential.WRITE_ALONE}=1"
+    test = "tests/isolation/test_differential.py"
+    assert [python, *rest] == [".venv/bin/python", "-m", "pytest", test]
+    cache = test_differential.ALONE_CACHE
+    assert cache.relative_to(ROOT).as_posix() in (ROOT / "CONTRIBUTING.md").read_text()
+    assert set(json.loads(cache.read_text())) == {"key", "alone"}
+
+
 def test_the_benchmark_commands_exist(request: pytest.FixtureRequest) -> None:
     for block in checked_blocks(request):
         for command in block.commands:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema
 import pytest
@@ -88,13 +90,59 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
     return clean(report)
 
 
+class SuiteRun(NamedTuple):
+    """One run of SUITE in a fresh pytest process, with every report written."""
+
+    lines: list[str]  # its terminal output
+    report: dict[str, Any]  # its JSON report
+    junit: dict[str | None, dict[str | None, str | None]]  # test -> its JUnit properties
+
+
+@pytest.fixture(scope="module")
+def suite_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SuiteRun]:
+    """SUITE run twice, serially and under ``-n 2``, each writing the JSON report and JUnit
+    XML: the tests of the summary, the report and the JUnit properties read these two runs."""
+    root = tmp_path_factory.mktemp("suite")
+    (root / "test_suite.py").write_text(SUITE)
+    (root / "pytest.ini").write_text("[pytest]\n")  # the rootdir is this directory
+    drop = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "PYTEST_ADDOPTS")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    runs = {}
+    for name, extra in (("serial", []), ("xdist", ["-n", "2"])):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "--recompile-budget",
+                *extra,
+                f"--recompile-report={name}.json",
+                f"--junitxml={name}.xml",
+                "-p",
+                "no:cacheprovider",
+            ],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert proc.returncode == pytest.ExitCode.TESTS_FAILED, proc.stdout[-3000:] + proc.stderr
+        cases = ET.parse(root / f"{name}.xml").getroot().iter("testcase")
+        junit = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
+                 for c in cases}  # fmt: skip
+        runs[name] = SuiteRun(proc.stdout.splitlines(), load(root / f"{name}.json"), junit)
+    return runs
+
+
 @pytest.mark.slow
-def test_json_report_matches_its_schema_and_says_everything(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess("--recompile-budget", "--recompile-report=out.json")
-    result.assert_outcomes(passed=3, failed=2)
-    result.stdout.fnmatch_lines(["report written to out.json"])
-    report = load(pytester.path / "out.json")
+def test_json_report_matches_its_schema_and_says_everything(
+    suite_runs: dict[str, SuiteRun],
+) -> None:
+    lines, report, _ = suite_runs["serial"]
+    assert "report written to serial.json" in lines
+    assert re.search(r"= 2 failed, 3 passed", lines[-1])
     jsonschema.validate(report, json.loads(Path(SCHEMA_FILE).read_text()))
     assert report["environment"]["torch"] == versions.torch_version()
     assert report["environment"]["devices"] == [instruments.device_summary()]
@@ -126,32 +174,23 @@ def test_json_report_matches_its_schema_and_says_everything(pytester: pytest.Pyt
 
 
 @pytest.mark.slow
-def test_serial_and_xdist_give_the_same_summary_and_report(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_suite=SUITE)
-    runs = {}
-    for name, extra in (("serial", []), ("xdist", ["-n", "2"])):
-        result = pytester.runpytest_subprocess(
-            "--recompile-budget", f"--recompile-report={name}.json", *extra
-        )
-        result.assert_outcomes(passed=3, failed=2)
-        lines = result.stdout.lines
+def test_serial_and_xdist_give_the_same_summary_and_report(
+    suite_runs: dict[str, SuiteRun],
+) -> None:
+    seen = {}
+    for name, (lines, report, _) in suite_runs.items():
+        assert re.search(r"= 2 failed, 3 passed", lines[-1]), (name, lines[-1])
         start = next(i for i, line in enumerate(lines) if "= recompile gate =" in line)
         summary = [line.split("; recompiles cost")[0] for line in lines[start + 1 : start + 4]]
-        runs[name] = (summary, stable(load(pytester.path / f"{name}.json")))
-    assert runs["serial"] == runs["xdist"]
-    assert runs["serial"][0][0].startswith("test_suite.py::test_break: 1 graph break, budget 0")
+        seen[name] = (summary, stable(report))
+    assert seen["serial"] == seen["xdist"]
+    assert seen["serial"][0][0].startswith("test_suite.py::test_break: 1 graph break, budget 0")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("extra", [[], ["-n", "2"]])
-def test_junit_properties_under_serial_and_xdist(pytester: pytest.Pytester, extra) -> None:
-    pytester.makepyfile(test_suite=SUITE)
-    pytester.runpytest_subprocess("--recompile-budget", "--junitxml=junit.xml", *extra)
-    root = ET.parse(pytester.path / "junit.xml").getroot()
-    props = {
-        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
-        for case in root.iter("testcase")
-    }
+@pytest.mark.parametrize("run", ["serial", "xdist"])
+def test_junit_properties_under_serial_and_xdist(suite_runs: dict[str, SuiteRun], run: str) -> None:
+    props = suite_runs[run].junit
     assert props["test_steps"]["recompiles"] == "2"
     assert props["test_steps"]["recompile_worst"] == "f (2)"
     assert props["test_steps"]["recompile_budget"] == "2"

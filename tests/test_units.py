@@ -245,3 +245,25 @@ def test_relative_paths_for_messages_and_annotations() -> None:
     assert relative("/repo/..hidden.py", "/repo") == "..hidden.py"  # inside, despite the dots
     assert relative("/elsewhere/m.py", "/repo") == "/elsewhere/m.py"
     assert relative("/repo", "/repo/sub") == "/repo"
+
+
+@pytest.mark.parametrize(
+    "marks",
+    [
+        {},
+        {"max_recompiles": [Mark((2,))]},
+        {"max_recompiles": [Mark((1,), {"function": "f"}), Mark((3,))]},
+        {"expect_guards": [Mark(("TENSOR_MATCH(size)", "GLOBAL_STATE"))], "fullgraph": [Mark()]},
+        {"forbid_guards": [Mark(("ID_MATCH",))], "max_graph_breaks": [Mark((1,))]},
+        {"same_compiles_across_ranks": [Mark()], "max_cudagraph_rerecords": [Mark((0,))]},
+    ],
+)
+def test_a_budget_crosses_to_a_child_as_json_and_back_whole(marks: dict[str, list[Mark]]) -> None:
+    """A child process gets its test's budget as JSON (never pickled: a child need not share
+    the parent's class layout); what it rebuilds is the same budget."""
+    import json
+
+    found = budget(default=0, **marks)
+    assert found is not None
+    wire = json.loads(json.dumps(found.to_json()))
+    assert Budget.from_json(wire) == found

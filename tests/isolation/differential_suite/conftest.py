@@ -1,7 +1,7 @@
 """The differential suite's root conftest: test order, markers, and a session-scoped warm-up.
 
 This suite is not collected by the project's own run (tests/conftest.py ignores it);
-tests/test_differential.py copies it into a temporary directory and runs it there, whole
+tests/isolation/test_differential.py copies it into a temporary directory and runs it there, whole
 (with the recompile plugin, forward and reversed) and one test at a time (without it).
 """
 

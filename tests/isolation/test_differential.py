@@ -13,6 +13,7 @@ counts torch's own recompiles there (``differential_suite/count_alone.py``), and
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -147,6 +148,10 @@ class FullRun:
 class AloneRun:
     """One test in a fresh process, the plugin off, torch's recompiles counted."""
 
+    count: int | None
+    outcome: str
+    message: str | None
+
     def __init__(self, root: Path, index: int, nodeid: str) -> None:
         self.nodeid = nodeid
         out, record = root / "alone" / f"{index}.json", root / "alone" / f"{index}-record.json"
@@ -166,6 +171,43 @@ class AloneRun:
     def cell(self) -> str:
         count = "absent" if self.count is None else str(self.count)
         return count if self.outcome == "passed" else f"{count} ({self.outcome})"
+
+    @classmethod
+    def cached(cls, nodeid: str, found: dict[str, Any]) -> AloneRun:
+        alone = cls.__new__(cls)
+        alone.nodeid, alone.count = nodeid, found["count"]
+        alone.outcome, alone.message = found["outcome"], found["message"]
+        return alone
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": self.count, "outcome": self.outcome, "message": self.message}
+
+
+# Each scenario's alone count depends only on the suite, torch and Python: they are kept in a
+# file keyed by all three, and the fresh processes run only when the key changed (set
+# PYTEST_RECOMPILE_WRITE_ALONE=1 to rewrite the file then). A cached run still checks a few
+# scenarios alone, spread over the suite, against the file: it cannot go stale unnoticed.
+ALONE_CACHE = SUITE / "alone_counts.json"
+WRITE_ALONE = "PYTEST_RECOMPILE_WRITE_ALONE"
+CHECKED = 6  # scenarios run alone against the cache
+
+
+def alone_key() -> str:
+    import torch
+
+    digest = hashlib.sha256()
+    for path in sorted(SUITE.rglob("*.py")):
+        digest.update(path.relative_to(SUITE).as_posix().encode() + b"\0" + path.read_bytes())
+    digest.update(f"torch {torch.__version__} python {sys.version_info[:2]}".encode())
+    return digest.hexdigest()
+
+
+def cached_alone(key: str) -> dict[str, dict[str, Any]] | None:
+    try:
+        cache = json.loads(ALONE_CACHE.read_text())
+    except (OSError, ValueError):
+        return None
+    return cache["alone"] if cache.get("key") == key else None
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:
@@ -196,13 +238,35 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
         # ends, sharing the two slots with the reversed run.
         forward = forward_future.result()
         gated = [item for item in forward.items if not item["ungated"]]
+        key = alone_key()
+        cached = cached_alone(key)
+        if cached is not None and set(cached) == {item["nodeid"] for item in gated}:
+            step = max(1, len(gated) // CHECKED)
+            run_alone = gated[::step][:CHECKED]
+        else:
+            cached, run_alone = None, gated
         alone_futures: list[Future[AloneRun]] = [
-            pool.submit(AloneRun, root, index, item["nodeid"]) for index, item in enumerate(gated)
+            pool.submit(AloneRun, root, index, item["nodeid"])
+            for index, item in enumerate(run_alone)
         ]
         xdist_future = pool.submit(FullRun, root, "-n 2", ["-n", "2"], forward.items)
         reverse = reversed_future.result()
-        alone = {future.result().nodeid: future.result() for future in alone_futures}
+        ran = {future.result().nodeid: future.result() for future in alone_futures}
         xdist = xdist_future.result()
+
+    if cached is not None:
+        differ = {  # the counts and outcomes (a failure's message names temporary paths)
+            nodeid: (cached[nodeid], fresh.to_json())
+            for nodeid, fresh in ran.items()
+            if (cached[nodeid]["count"], cached[nodeid]["outcome"]) != (fresh.count, fresh.outcome)
+        }
+        assert not differ, f"{ALONE_CACHE.name} is stale (cached, fresh): {differ}"
+        alone = {nodeid: AloneRun.cached(nodeid, found) for nodeid, found in cached.items()}
+    else:
+        alone = ran
+        if os.environ.get(WRITE_ALONE):
+            counts = {nodeid: run.to_json() for nodeid, run in sorted(alone.items())}
+            ALONE_CACHE.write_text(json.dumps({"key": key, "alone": counts}, indent=1) + "\n")
 
     names = [item["name"] for item in forward.items]
     duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -241,10 +305,15 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
                     errors.setdefault(f"{label}: {line}", []).append(nodeid)
 
     seconds = time.perf_counter() - started
+    how = (
+        f"alone counts from {ALONE_CACHE.name}, {len(ran)} checked afresh"
+        if cached is not None
+        else f"each alone afresh ({ALONE_CACHE.name} stale or missing: {WRITE_ALONE}=1 rewrites it)"
+    )
     print(
         f"\n{len(gated)} scenarios, forward == reversed == -n 2 == alone on {agree},"
         f" {len(ruled)} under"
-        f" a named rule, in {seconds:.0f} s"
+        f" a named rule, in {seconds:.0f} s; {how}"
     )
     if ruled:
         print("under a named rule:\n" + _table(ruled))
