@@ -1,11 +1,12 @@
 """One test's run as the gate follows it, and the gate's verdict on it.
 
 A :class:`TestRun` is made before the test's set-up and held in its stash under one key
-(:data:`RUN_KEY`): who owns its compiles, the tracker that records them, what it started from,
-its wider fixtures' compiles and, for a gated test, its :class:`TestVerdict`: judged once at
-each phase's end, then frozen into the :class:`~pytest_recompile.results.TestResult` its
-report carries. The tracker records; this module holds the gate's judgement, and words the
-outcome of a phase from the tracker's violations and the children's records.
+(:data:`~pytest_recompile.settings.RUN_KEY`): who owns its compiles, the tracker that records
+them, what it started from, its wider fixtures' compiles and, for a gated test, its
+:class:`TestVerdict`: judged once at each phase's end, then frozen into the
+:class:`~pytest_recompile.results.TestResult` its report carries. The tracker records; this
+module holds the gate's judgement, and words the outcome of a phase from the tracker's
+violations and the children's records.
 """
 
 from __future__ import annotations
