@@ -58,6 +58,9 @@ def _train(rank, world, port, batches):
         model = torch.nn.parallel.DistributedDataParallel(torch.compile(Net(), backend="eager"))
         for n in batches[rank]:
             model(torch.randn(n, 4)).sum().backward()
+        # Both ranks done before either tears its group down: on a loaded machine a rank
+        # still finishing its last allreduce when the other exits can abort inside gloo.
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
