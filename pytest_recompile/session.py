@@ -41,7 +41,7 @@ from .terminal import (
     MISSING,
     fixture_limit_lines,
     outlived_lines,
-    summary_lines,
+    terminal_lines,
     totals_line,
 )
 
@@ -107,7 +107,7 @@ class SessionReport:
     def lines(self) -> Iterator[tuple[str, bool]]:
         collected = self.collected
         results = [(nodeid, data) for nodeid, (_, data) in collected.results.items()]
-        plain = summary_lines(results, collected.fixtures, enforced=self.enforced)
+        plain = terminal_lines(results, collected.fixtures, enforced=self.enforced)
         if self.incomplete is not None:
             plain.append(f"{INCOMPLETE}: {self.incomplete}")
         if self.missing is not None:

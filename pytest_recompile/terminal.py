@@ -68,7 +68,7 @@ def fixture_limit_lines(fixtures: list[FixtureResult]) -> list[str]:
     ]
 
 
-def summary_lines(
+def terminal_lines(
     results: list[tuple[str, TestResult]],
     fixtures: list[FixtureResult] | None = None,
     *,

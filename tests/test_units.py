@@ -18,7 +18,7 @@ from pytest_recompile.markers import (
 )
 from pytest_recompile.messages import EAGER_FALLBACK, STOPPED, failure_message, relative
 from pytest_recompile.names import MAX_RECOMPILES_FORM
-from pytest_recompile.terminal import summary_lines
+from pytest_recompile.terminal import terminal_lines
 from pytest_recompile.verdict import FunctionRecord, Recompile, judge, rerecords
 
 
@@ -203,7 +203,7 @@ def test_limit_message_and_summary() -> None:
         "functions": [],
         "isolation": "entries",
     }
-    lines = summary_lines([("t.py::b", better), ("t.py::a", failing)])
+    lines = terminal_lines([("t.py::b", better), ("t.py::a", failing)])
     assert lines == [
         "t.py::a: x; recompiles cost 1.50 s",
         "t.py::b: 1 recompile, below its baseline of 3: tighten it with "
