@@ -86,9 +86,15 @@ class Gate(WiderFixtures):
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         self._full_reset_if_pending()
         run = item.stash.get(RUN_KEY, None)
-        if run is None or run.verdict is None:
+        if run is None:
             return (yield)
-        return (yield from self.call_phase(item, run.verdict))
+        run.calling = True  # a report made now is a subtest's
+        try:
+            if run.verdict is None:
+                return (yield)
+            return (yield from self.call_phase(item, run.verdict))
+        finally:
+            run.calling = False
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -313,6 +319,9 @@ class Gate(WiderFixtures):
         phase that failed; its wider fixtures' compiles on its set-up's; what is told once."""
         run = item.stash.get(RUN_KEY, None)
         verdict = run.verdict if run is not None else None
+        if run is not None and run.calling:  # a subtest's report: the test's own carry it all
+            self._gate_longrepr(item, call, report, verdict)
+            return
         result = None
         if verdict is not None and (call.when == "teardown" or report.failed):
             result = self.faults.call(self.results, item, verdict)

@@ -139,6 +139,7 @@ class TestRun:
     start_state: Any = None  # what it started from (its leak check); None: not gated
     fixtures: list[FixtureResult] = field(default_factory=list)  # wider fixtures' compiles
     isolating_setup: bool = False  # its set-up runs isolated (fixtures torn down re-isolate)
+    calling: bool = False  # its call phase runs (a report made then is a subtest's)
 
     @property
     def tracker(self) -> RecompileTracker | None:

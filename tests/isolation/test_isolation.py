@@ -388,6 +388,47 @@ def test_sub(subtests):
     assert (test["recompiles"], fn["compiles"], fn["cache_entries"]) == (2, 3, 3)
 
 
+def test_a_fault_while_a_subtest_fails_is_named_on_the_tests_own_report(run, pytester) -> None:
+    """A subtest's report passes through the gate's report hook, but the session never
+    collects it: what the gate tells once (contained faults, leftover threads) waits for the
+    test's own reports. A failing subtest used to take the fault with it, and it was lost."""
+    if int(pytest.__version__.split(".")[0]) < 9:
+        pytest.skip("the subtests fixture is pytest 9's")
+    pytester.makeconftest(
+        """
+from pytest_recompile.gate import Gate
+
+real_results = Gate.results
+
+def broken_results(self, item, verdict):
+    raise RuntimeError("injected results fault")
+
+def pytest_configure(config):
+    Gate.results = broken_results
+
+def pytest_unconfigure(config):
+    Gate.results = real_results
+"""
+    )
+    result = run(
+        SHARED
+        + """
+def test_sub(subtests):
+    with subtests.test(msg="fails"):
+        shared(torch.ones(2))
+        assert False
+""",
+        "--recompile-budget=5",
+        "--recompile-report=r.json",
+    )
+    assert "test_it.py::test_sub" in result.stdout.str()
+    faults = read_json("r.json")["faults"]
+    assert faults == [
+        "test_it.py::test_sub: internal error in broken_results: RuntimeError: injected results "
+        "fault; the gate went on"
+    ], faults
+
+
 def test_dynamo_testcase_resetting_in_teardown(run) -> None:
     result = run(
         """
