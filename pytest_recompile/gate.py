@@ -23,8 +23,6 @@ from .errors import RecompileBudgetExceeded, RecompileGateError, stopped_message
 from .faults import Faults
 from .isolation import Ledger
 from .messages import failure_message
-from .names import PREFIX
-from .notices import RecompileStateLeak, warn_at
 from .owners import Compiled, Owner
 from .report import junit_properties
 from .results import Carried, TestResult
@@ -284,10 +282,8 @@ class Gate(WiderFixtures):
         except RecompileBudgetExceeded as exc:  # a function-scoped fixture's teardown
             stopped = exc
         finally:
-            if run is not None:
-                state, run.start_state = run.start_state, None
-                if state is not None:  # after the test's own finalizers: they may restore it
-                    self.faults.call(_restore, item, state)
+            if run is not None:  # after the test's own finalizers: they may restore it
+                self.faults.call(run.restore_state, item)
                 self.end_test(run)
             if verdict is not None:  # the last judgement: the teardown's report carries it
                 self.faults.call(verdict.judge)
@@ -379,21 +375,6 @@ class Gate(WiderFixtures):
         if self.settings.keep_caches:
             return "off"
         return "entries" if self.keeps_entries else "reset"
-
-
-def _restore(item: pytest.Item, state: instruments.CompileState) -> None:
-    """Undo what the test body left changed, so later tests are judged under the same rules."""
-    leaked = instruments.restore_compile_state(state)
-    if leaked:
-        path, lineno, _ = item.reportinfo()  # shown at the test, not at this module
-        warn_at(
-            RecompileStateLeak(
-                f"{PREFIX} {item.nodeid} left {', '.join(leaked)} behind; restored it, so that "
-                "later tests are judged under the same settings"
-            ),
-            str(path),
-            (lineno or 0) + 1,
-        )
 
 
 def _fail(stopped: RecompileBudgetExceeded, item: pytest.Item) -> NoReturn:

@@ -14,10 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from . import messages, processes
+from ._torch import instruments
 from .errors import CompiledWhileWarm, RecompileGateError, stopped_message
 from .messages import failure_message
 from .names import PREFIX
+from .notices import RecompileStateLeak, warn_at
 from .owners import Owner
 from .results import FixtureResult, ProcessResult
 from .sites import Site, call_frame
@@ -140,6 +144,22 @@ class TestRun:
     fixtures: list[FixtureResult] = field(default_factory=list)  # wider fixtures' compiles
     isolating_setup: bool = False  # its set-up runs isolated (fixtures torn down re-isolate)
     calling: bool = False  # its call phase runs (a report made then is a subtest's)
+
+    def restore_state(self, item: pytest.Item) -> None:
+        """After its teardown: undo what the test left changed in torch.compile's stance or
+        Dynamo's config, so later tests are judged under the same rules, and warn at it."""
+        state, self.start_state = self.start_state, None
+        leaked = instruments.restore_compile_state(state) if state is not None else None
+        if leaked:
+            path, lineno, _ = item.reportinfo()  # shown at the test, not at this module
+            warn_at(
+                RecompileStateLeak(
+                    f"{PREFIX} {item.nodeid} left {', '.join(leaked)} behind; restored it, so "
+                    "that later tests are judged under the same settings"
+                ),
+                str(path),
+                (lineno or 0) + 1,
+            )
 
     @property
     def tracker(self) -> RecompileTracker | None:
