@@ -16,7 +16,7 @@ import torch._dynamo
 import torch._dynamo.cache_size as cache_size
 import torch._dynamo.callback as callback
 import torch._dynamo.utils as dynamo_utils
-from snippets import STEP, read_json
+from snippets import STEP, keeps_entries, read_json
 
 from pytest_recompile._torch import versions
 from pytest_recompile.names import PREFIX
@@ -204,6 +204,7 @@ def test_b():
 """
 
 
+@keeps_entries  # reuse is offered beside kept entries: 2.9+
 def test_without_what_reuse_needs_each_test_compiles_afresh(run, monkeypatch) -> None:
     from torch.utils._config_module import ConfigModule
 
@@ -220,6 +221,7 @@ def test_without_what_reuse_needs_each_test_compiles_afresh(run, monkeypatch) ->
     assert function["again_reasons"] == [NO_REUSE]  # test_b compiled again what test_a did
 
 
+@keeps_entries  # re-installing entries at all: 2.9+
 def test_a_newer_torch_files_re_installed_entries_by_region(monkeypatch) -> None:
     """torch's nightly takes the isolation region as a fourth argument: the probe reads the
     signature (not the name, which both have) and each entry goes in with its own region."""
