@@ -58,10 +58,7 @@ class RecompileBudgetExceeded(RecompileGateError):
 
     def __str__(self) -> str:
         if self._text is None:
-            site = self.at.describe() if self.at is not None else None
-            self._text = failure_message(
-                self.records, self.violations, stopped=self.stopped, site=site
-            )
+            self._text = self._worded(self.at.describe() if self.at is not None else None)
         return self._text
 
     def locate(self) -> None:
@@ -73,12 +70,10 @@ class RecompileBudgetExceeded(RecompileGateError):
         if self.from_child:
             return str(self)
         site = call_frame(self.__traceback__, root)
-        return failure_message(
-            self.records,
-            self.violations,
-            stopped=self.stopped,
-            site=site.describe(root) if site is not None else None,
-        )
+        return self._worded(site.describe(root) if site is not None else None)
+
+    def _worded(self, site: str | None) -> str:
+        return failure_message(self.records, self.violations, stopped=self.stopped, site=site)
 
 
 def stopped_message(stopped: RecompileGateError, root: str | None = None) -> str:

@@ -134,8 +134,7 @@ class Gate(WiderFixtures):
     def close(self) -> None:
         """The session ends. A run ended mid-test (KeyboardInterrupt, pytest.exit) skips
         teardown: trackers stop here."""
-        running = self.current.tracker if self.current is not None else None
-        for tracker in [running, *self.fixture_trackers]:
+        for tracker in [self.running_tracker, *self.fixture_trackers]:
             if tracker is not None:
                 tracker.stop()
         if self._unhook is not None:
@@ -196,14 +195,11 @@ class Gate(WiderFixtures):
         if self.reset_pending:
             self.reset_pending = False
             entries.reset_caches()
-            tracker = self.current.tracker if self.current is not None else None
+            tracker = self.running_tracker
             if tracker is not None:
                 tracker.rearm()
 
     # -- child processes ------------------------------------------------------------------------
-
-    def _announce_test(self) -> None:
-        self.children.resume(self.current.token if self.current is not None else None)
 
     def _note_children(self, run: TestRun) -> None:
         if run.verdict is not None:

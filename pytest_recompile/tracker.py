@@ -22,6 +22,7 @@ from types import TracebackType
 
 from ._torch import entries, events, guard_tree, hooks, instruments, versions
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded
+from .errors import RecompileGateError as RecompileGateError  # its home until errors.py
 from .guards import InstalledGuard, installed_guard
 from .markers import Budget, Rule, check_count
 from .messages import warm_message, warm_refusal

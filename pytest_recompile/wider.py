@@ -38,6 +38,15 @@ class WiderFixtures:
     # wider fixtures being torn down -> the compile state before their teardown
     teardown_states: dict[int, instruments.CompileState | None]
 
+    @property
+    def running_tracker(self) -> RecompileTracker | None:
+        """The tracker the running test's own phases compile into (None: none records)."""
+        return self.current.tracker if self.current is not None else None
+
+    def _announce_test(self) -> None:
+        """Children's compiles go back to the running test (to nobody between tests)."""
+        self.children.resume(self.current.token if self.current is not None else None)
+
     def wider_fixture_setup(
         self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
     ) -> Generator[None, Any, Any]:
@@ -45,7 +54,7 @@ class WiderFixtures:
         owner = Owner("fixture", fixturedef.argname, fixturedef.scope, request.node.nodeid)
         alive = self.threads.alive()
         tracker = RecompileTracker(mode="report-only", reset=False, warm_start=True, listen=False)
-        running = self.current.tracker if self.current is not None else None
+        running = self.running_tracker
         if running is not None:
             running.pause()
         self.faults.call(self.ledger.enter, owner)
@@ -60,7 +69,7 @@ class WiderFixtures:
             self.threads.fixture_started(alive, f"fixture {owner.describe()}")
             self.fixture_trackers.pop()
             tracker.stop()
-            self.children.resume(self.current.token if self.current is not None else None)
+            self._announce_test()
             self.faults.call(self.ledger.leave, owner)
             if running is not None:
                 running.resume()
@@ -110,7 +119,7 @@ class WiderFixtures:
     @contextlib.contextmanager
     def _own_rules_off(self) -> Iterator[None]:
         """A wider fixture's set-up is not the test's: no fullgraph from the test's rules."""
-        running = self.current.tracker if self.current is not None else None
+        running = self.running_tracker
         budget = running.budget if running is not None else None
         if budget is None or not budget.fullgraph or not versions.can_error_on_graph_break():
             yield
@@ -123,7 +132,7 @@ class WiderFixtures:
         self._theirs(self.teardown_states.pop(id(fixturedef), None))
         ended_teardown, gone = self.ledger.torn_down(id(fixturedef))
         if ended_teardown:
-            self.children.resume(self.current.token if self.current is not None else None)
+            self._announce_test()
         if gone and self.current is not None and self.current.isolating_setup:
             # Torn down while a test is set up (a parametrized module fixture moving to its
             # next value): its entries go now, before this test's own phases start.
