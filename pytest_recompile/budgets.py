@@ -38,6 +38,7 @@ def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
         item.nodeid,
         fullgraph_default=settings.fullgraph,
         baseline=Rule(recorded, "baseline") if recorded is not None else None,
+        guards_default=settings.max_guards,
     )
     item.stash[BUDGET_KEY] = budget
     item.stash[_FROM] = seen

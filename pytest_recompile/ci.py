@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
+from .guard_cost import entry_count, largest_result
 from .guards import hint_for, label_for
 from .messages import guard_text, plural, relative, who
 from .results import FunctionResult, ReasonResult, TestResult
@@ -120,14 +121,36 @@ def _broken_rows(results: Results, root: str) -> list[str]:
                 f"{_cell(_kinds(fn))} | {_code(_first_guard(fn))} | "
                 f"{fn['recompile_seconds']:.2f} |"
             )
-        if not offenders:  # a warm block, graph breaks, CUDA-graph re-records: no function
-            for v in data["violations"]:
+        # a warm block, graph breaks, CUDA-graph re-records: no function; too many guards
+        for v in data["violations"]:
+            if not offenders or v["kind"] == "guards":
                 rows.append(
                     f"| {_code(nodeid)} | — | {data['recompiles']} | {_cell(_rules(data))} | "
                     f"{_cell(v['kind'])} | {_cell(v['message'])} | "
                     f"{data['recompile_seconds']:.2f} |"
                 )
     return rows
+
+
+def _guard_rows(results: Results, root: str) -> list[str]:
+    """Functions by the most guards one of their entries checks, over all gated tests."""
+    most: dict[tuple[str, str, int], tuple[int, str, str]] = {}
+    for nodeid, (_, data) in results.items():
+        for fn, where in _functions(data):
+            found = largest_result([fn])
+            if found is None:
+                continue
+            count = entry_count(found[1])
+            latency = found[1]["guard_latency_us"]
+            key = (fn["qualname"] + where, fn["file"], fn["line"])
+            if key not in most or count > most[key][0]:
+                most[key] = (count, "" if latency is None else f"{latency:g}", nodeid)
+    ranked = sorted(most.items(), key=lambda item: (-item[1][0], item[0]))
+    return [
+        f"| {_code(name)} | {_code(relative(file, root) + ':' + str(line))} | {count} | "
+        f"{latency} | {_code(nodeid)} |"
+        for (name, file, line), (count, latency, nodeid) in ranked[:TOP_FUNCTIONS]
+    ]
 
 
 def _function_rows(results: Results, root: str) -> list[str]:
@@ -187,6 +210,12 @@ def markdown_summary(
             "### Functions by recompile time",
             "| Function | Defined at | Recompiles | Tests | Recompile s |\n|---|---|--:|--:|--:|",
             _function_rows(results, root),
+        ),
+        (
+            "### Guards per call: the largest cache entries",
+            "| Function | Defined at | Guards | torch's estimate, us | Test |\n"
+            "|---|---|--:|--:|---|",
+            _guard_rows(results, root),
         ),
         (
             "### Below their baseline: tighten with `--recompile-baseline-update`",

@@ -447,9 +447,10 @@ class InstalledGuard:
 
 
 def installed_guard(
-    torch_kind: str, source: str, code_parts: list[str], entry: str, under_module: bool
+    torch_kind: str, source: str, code_parts: list[str], entry: str, structural: bool
 ) -> InstalledGuard:
-    """Classify one leaf of a guard tree (``under_module``: its source is a module's attribute)."""
+    """Classify one leaf of a guard tree (``structural``: on a module's attribute or on the
+    key of a dict torch iterated, see :attr:`._torch.guard_tree.Leaf.structural`)."""
     text = "; ".join(strip_comment(part) for part in code_parts) or torch_kind
     kind = normalise_kind(torch_kind)
     if kind is None and not source:  # epilogue lambda guards: symbolic shapes, aliasing
@@ -459,7 +460,7 @@ def installed_guard(
     framework = (
         source == ROOT_SOURCE  # ambient state, checked for every frame
         or (torch_kind in FRAMEWORK_KINDS and bool(source))
-        or under_module
+        or structural
         or "__builtins" in source
         or (kind in ("ID_MATCH", "TYPE_MATCH") and "type=<class 'module'>" in text)
     )

@@ -17,6 +17,8 @@ from .names import (
     MAX_CUDAGRAPH_RERECORDS_FORM,
     MAX_GRAPH_BREAKS,
     MAX_GRAPH_BREAKS_FORM,
+    MAX_GUARDS,
+    MAX_GUARDS_FORM,
     MAX_RECOMPILES,
     MAX_RECOMPILES_FORM,
     SAME_ACROSS_RANKS,
@@ -66,10 +68,25 @@ class Budget:
     max_graph_breaks: Rule[int] | None = None
     max_cudagraph_rerecords: Rule[int] | None = None
     same_across_ranks: str | None = None  # where the rule came from (None: divergence reported)
+    max_guards: Rule[int] | None = None  # guards of any one cache entry, every function
+    guards_per_function: Mapping[str, Rule[int]] = field(default_factory=dict)
 
     def for_function(self, name: str, qualname: str) -> Rule[int] | None:
         found = self.per_function.get(qualname)
         return found if found is not None else self.per_function.get(name)
+
+    def guards_for(self, name: str, qualname: str) -> Rule[int] | None:
+        """The most guards one of this function's cache entries may check."""
+        found = self.guards_per_function.get(qualname) or self.guards_per_function.get(name)
+        return found if found is not None else self.max_guards
+
+    @property
+    def named(self) -> dict[str, str]:
+        """The functions the rules name (by name or qualname), each with a rule's source."""
+        found = {name: rule.source for name, rule in self.per_function.items()}
+        for name, rule in self.guards_per_function.items():
+            found.setdefault(name, rule.source)
+        return found
 
     @property
     def forbidden(self) -> frozenset[str]:
@@ -92,6 +109,12 @@ class Budget:
             parts.append(f"at most {self.max_cudagraph_rerecords.value} CUDA-graph re-records")
         if self.same_across_ranks:
             parts.append("same compiles across ranks")
+        if self.max_guards is not None:
+            parts.append(f"at most {self.max_guards.value} guards per cache entry")
+        parts += [
+            f"at most {r.value} guards per entry of {fn} ({r.source})"
+            for fn, r in self.guards_per_function.items()
+        ]
         return "; ".join(parts) or "no cap"
 
     def to_json(self) -> dict[str, Any]:
@@ -114,6 +137,8 @@ class Budget:
             "max_graph_breaks": rule(self.max_graph_breaks),
             "max_cudagraph_rerecords": rule(self.max_cudagraph_rerecords),
             "same_across_ranks": self.same_across_ranks,
+            "max_guards": rule(self.max_guards),
+            "guards_per_function": {n: rule(r) for n, r in self.guards_per_function.items()},
         }
 
     @classmethod
@@ -125,6 +150,7 @@ class Budget:
             return Rule(frozenset(found[0]), str(found[1])) if found is not None else None
 
         per_function = {name: count(r) for name, r in data["per_function"].items()}
+        guards = {name: count(r) for name, r in data["guards_per_function"].items()}
         return cls(
             total=count(data["total"]),
             per_function={name: r for name, r in per_function.items() if r is not None},
@@ -135,6 +161,8 @@ class Budget:
             max_graph_breaks=count(data["max_graph_breaks"]),
             max_cudagraph_rerecords=count(data["max_cudagraph_rerecords"]),
             same_across_ranks=data["same_across_ranks"],
+            max_guards=count(data["max_guards"]),
+            guards_per_function={name: r for name, r in guards.items() if r is not None},
         )
 
 
@@ -158,8 +186,11 @@ def parse_count_text(text: str, where: str) -> int:
     return int(stripped)
 
 
-def _parse_max_recompiles(mark: MarkLike, where: str) -> tuple[int, str | None]:
-    form = f"accepted form is @pytest.mark.{MAX_RECOMPILES_FORM}"
+def _parse_count_for(
+    mark: MarkLike, where: str, marker_form: str = MAX_RECOMPILES_FORM
+) -> tuple[int, str | None]:
+    """``name(n, *, function=None)``: the count and the function it is for (None: all)."""
+    form = f"accepted form is @pytest.mark.{marker_form}"
     kwargs = dict(mark.kwargs)
     unknown = sorted(set(kwargs) - {"n", "function"})
     if unknown:
@@ -232,20 +263,24 @@ def _no_args(marks: Iterable[MarkLike], name: str, where: str) -> bool:
     return found
 
 
-def _recompile_marks(
-    marks: Iterable[MarkLike], where: str
+def _counts_for(
+    marks: Iterable[MarkLike],
+    where: str,
+    name: str = MAX_RECOMPILES,
+    form: str = MAX_RECOMPILES_FORM,
 ) -> tuple[Rule[int] | None, dict[str, Rule[int]]]:
-    """The closest ``max_recompiles(n)`` (the total) and the ``function=`` budgets."""
-    total: Rule[int] | None = None
+    """The closest ``name(n)`` (for every function) and the ``function=`` ones, closest
+    first (``max_recompiles``, ``max_guards``)."""
+    every: Rule[int] | None = None
     per_function: dict[str, Rule[int]] = {}
     for mark in marks:
-        count, function = _parse_max_recompiles(mark, f"@pytest.mark.{MAX_RECOMPILES} on {where}")
+        count, function = _parse_count_for(mark, f"@pytest.mark.{name} on {where}", form)
         if function is None:
-            total = total or Rule(count, f"@{MAX_RECOMPILES}({count})")
+            every = every or Rule(count, f"@{name}({count})")
         else:
-            source = f"@{MAX_RECOMPILES}({count}, function={function!r})"
+            source = f"@{name}({count}, function={function!r})"
             per_function.setdefault(function, Rule(count, source))
-    return total, per_function
+    return every, per_function
 
 
 def rules_from_marks(marks: Mapping[str, Iterable[MarkLike]], where: str) -> tuple[Budget, bool]:
@@ -255,7 +290,10 @@ def rules_from_marks(marks: Mapping[str, Iterable[MarkLike]], where: str) -> tup
     ``marks`` maps each marker name to its marks, closest first (pytest's ``iter_markers``
     order): the closest marker wins for a count; guard kinds of stacked markers add up.
     """
-    total, per_function = _recompile_marks(marks.get(MAX_RECOMPILES, ()), where)
+    total, per_function = _counts_for(marks.get(MAX_RECOMPILES, ()), where)
+    max_guards, guards_per_function = _counts_for(
+        marks.get(MAX_GUARDS, ()), where, MAX_GUARDS, MAX_GUARDS_FORM
+    )
     try:
         allowed = _no_args(marks.get(ALLOW_RECOMPILES, ()), ALLOW_RECOMPILES, where)
     except BudgetError as exc:
@@ -290,6 +328,8 @@ def rules_from_marks(marks: Mapping[str, Iterable[MarkLike]], where: str) -> tup
             where,
         ),
         same_across_ranks=f"@pytest.mark.{SAME_ACROSS_RANKS}" if same else None,
+        max_guards=max_guards,
+        guards_per_function=guards_per_function,
     )
     return rules, allowed
 
@@ -300,9 +340,13 @@ def choose_total(
     default: Rule[int] | None,
     baseline: Rule[int] | None,
     fullgraph_default: str | None = None,
+    guards_default: Rule[int] | None = None,
 ) -> Budget | None:
     """A test's budget: its own ``max_recompiles(n)``, else its baseline, else the default
-    (unless it opted out); None when nothing gates the test."""
+    (unless it opted out); the default ``max_guards`` unless it has its own; None when
+    nothing gates the test."""
+    if rules.max_guards is None and guards_default is not None:
+        rules = replace(rules, max_guards=guards_default)
     budget: Budget | None = rules
     if rules.total is None:
         fallback = None if allowed else (baseline or default)
@@ -316,6 +360,8 @@ def choose_total(
             or rules.max_graph_breaks
             or rules.max_cudagraph_rerecords
             or rules.same_across_ranks
+            or rules.max_guards
+            or rules.guards_per_function
         ):
             budget = None
     if budget is not None and fullgraph_default and budget.fullgraph is None:
@@ -330,8 +376,9 @@ def budget_from_marks(
     *,
     fullgraph_default: str | None = None,
     baseline: Rule[int] | None = None,
+    guards_default: Rule[int] | None = None,
 ) -> Budget | None:
     """The rules of one test, or None when the test is not gated (see
     :func:`rules_from_marks` and :func:`choose_total`)."""
     rules, allowed = rules_from_marks(marks, where)
-    return choose_total(rules, allowed, default, baseline, fullgraph_default)
+    return choose_total(rules, allowed, default, baseline, fullgraph_default, guards_default)

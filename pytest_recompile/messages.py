@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from .guard_cost import GUARDS_FIX, entry_line, kinds_text
 from .guards import Reason, hint_for, label_for
 from .names import PREFIX
 from .results import ProcessResult, ViolationResult
@@ -87,6 +88,11 @@ def violation_message(v: Violation) -> str:
         return (
             f"'{fn}' installed {plural(v.used, 'forbidden guard')} of kind {kinds} "
             f"({v.source}): {v.guards[0].text}"
+        )
+    if v.kind == "guards" and v.entry is not None:
+        return (
+            f"'{fn}' cache entry [{v.entry.entry}] checks {v.used} guards on every call, "
+            f"budget {v.allowed} ({v.source}): {kinds_text(v.entry)}"
         )
     if v.kind == "graph_breaks":
         return f"{plural(v.used, 'graph break')}, budget {v.allowed} ({v.source})"
@@ -200,6 +206,9 @@ def function_block(
                     f"{guard.text}"
                 )
                 fixes.append((guard.kind, hint_for(guard.kind, None, guard.source, guard.text)))
+    lines += [f"    guards {entry_line(e)}" for e in record.entries.values()]
+    if any(v.function is record and v.kind == "guards" for v in violations):
+        fixes.append(("too many guards", GUARDS_FIX))
     if record.limit:
         lines.append(
             f"    hit {record.limit} {plural(record.limit_hits, 'time')}: "

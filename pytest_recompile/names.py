@@ -12,6 +12,7 @@ FULLGRAPH = "fullgraph"
 MAX_GRAPH_BREAKS = "max_graph_breaks"
 MAX_CUDAGRAPH_RERECORDS = "max_cudagraph_rerecords"
 SAME_ACROSS_RANKS = "same_compiles_across_ranks"
+MAX_GUARDS = "max_guards"
 MARKERS = (
     MAX_RECOMPILES,
     ALLOW_RECOMPILES,
@@ -21,6 +22,7 @@ MARKERS = (
     MAX_GRAPH_BREAKS,
     MAX_CUDAGRAPH_RERECORDS,
     SAME_ACROSS_RANKS,
+    MAX_GUARDS,
 )
 
 MAX_RECOMPILES_FORM = "max_recompiles(n: int >= 0, *, function: str | None = None)"
@@ -28,6 +30,7 @@ EXPECT_GUARDS_FORM = "expect_guards(*kinds: str)"
 FORBID_GUARDS_FORM = "forbid_guards(*kinds: str)"
 MAX_GRAPH_BREAKS_FORM = "max_graph_breaks(n: int >= 0)"
 MAX_CUDAGRAPH_RERECORDS_FORM = "max_cudagraph_rerecords(n: int >= 0)"
+MAX_GUARDS_FORM = "max_guards(n: int >= 0, *, function: str | None = None)"
 MARKER_LINES = (
     f"{MAX_RECOMPILES_FORM}: this test may recompile at most n times in total; with "
     "function=, the torch.compile'd function of that name or qualname may recompile at most "
@@ -47,6 +50,9 @@ MARKER_LINES = (
     f"{SAME_ACROSS_RANKS}: the ranks (child processes with a rank) this test starts must "
     "compile each shared function alike: as many recompiles, for the same guard kinds. "
     "Without this marker a divergence is only reported.",
+    f"{MAX_GUARDS_FORM}: each cache entry this test compiles may check at most n guards "
+    "(what torch runs on every call that reaches it); with function=, only that function's. "
+    "Stackable; judged at the end of each phase.",
 )
 
 MODES = ("fail-fast", "at-end", "report-only")

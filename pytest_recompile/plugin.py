@@ -23,6 +23,7 @@ from .settings import (
     SETTINGS_KEY,
     Settings,
     budget_option,
+    max_guards_option,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +44,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"{BARE_FLAG_HINT}.",
     )
     add_budget_ini(parser)
+    group.addoption(
+        "--recompile-max-guards",
+        default=None,
+        type=max_guards_option,
+        dest="recompile_max_guards",
+        metavar="N",
+        help="gate every test: each cache entry it compiles may check at most N guards "
+        "(what torch runs on every call that reaches the entry). Markers: max_guards(n).",
+    )
+    parser.addini("recompile_max_guards", "like --recompile-max-guards=N (empty: off)", default="")
     add_choice_option(
         group,
         parser,
@@ -157,7 +168,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     settings = config.stash[SETTINGS_KEY] = Settings.from_config(config)
     config.pluginmanager.register(MarkerCheck(settings), "recompile-marker-check")
-    if settings.default is not None:
+    if settings.gates_every_test:
         register_gate(config, settings)
     else:
         register_scan(config, settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from .guard_cost import entry_count, largest_result
 from .messages import who
 from .results import (
     Environment,
@@ -17,7 +18,7 @@ from .results import (
 REPORT_SCHEMA = "pytest-recompile/report"
 
 
-REPORT_VERSION = 6
+REPORT_VERSION = 7
 
 
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
@@ -73,6 +74,8 @@ JUNIT_NAMES = (
     "recompile_worst",
     "recompile_seconds",
     "recompile_processes",
+    "recompile_max_guards",
+    "recompile_guard_latency_us",
 )
 
 
@@ -89,6 +92,14 @@ def junit_properties(
         ("recompile_worst", data["worst"] or ""),
         ("recompile_seconds", data["recompile_seconds"]),
     ]
+    most = largest_result(
+        [*data["functions"], *(fn for p in data["processes"] for fn in p["functions"])]
+    )
+    if most is not None:  # the entry that checks the most guards, and torch's estimate
+        fn, entry = most
+        latency = entry["guard_latency_us"]
+        ours.append(("recompile_max_guards", f"{entry_count(entry)} ({fn['qualname']})"))
+        ours.append(("recompile_guard_latency_us", "" if latency is None else latency))
     if data["processes"]:  # "rank 0 (pid 4241): 0; rank 1 (pid 4242): 1"
         children = [f"{who(p)}: {p['recompiles']}" for p in data["processes"]]
         ours.append(("recompile_processes", "; ".join(children)))

@@ -17,6 +17,7 @@ RuleKind = Literal[
     "limit",
     "unexpected",
     "forbidden",
+    "guards",
     "graph_breaks",
     "fullgraph",
     "cudagraph_rerecords",
@@ -53,6 +54,19 @@ class GuardResult(TypedDict):
     framework: bool
 
 
+class EntryGuardsResult(TypedDict):
+    """The guards one cache entry checks on every call that reaches it
+    (``#/$defs/entry_guards``)."""
+
+    entry: str
+    guards: int | None  # leaf guards in its tree (null: the entry was gone before it was read)
+    kinds: dict[str, int]
+    on_parameters: int
+    values: list[str]  # "EQUALS_MATCH G['step']": guards on the user's Python values
+    torch_guard_count: int | None  # torch's compile metric guard_count
+    guard_latency_us: float | None  # torch's estimate: noisy, never gated
+
+
 class RecompileResult(TypedDict):
     """One recompile of a function (``#/$defs/recompile``)."""
 
@@ -82,6 +96,7 @@ class FunctionResult(TypedDict):
     recompile_seconds: float
     recompile_limit: str | None
     guards: list[GuardResult] | None
+    entries: list[EntryGuardsResult]  # the guards of each entry the block compiled
 
 
 class GraphBreakResult(TypedDict):
@@ -226,6 +241,7 @@ class ReportSettings(TypedDict):
     keep_caches: bool
     fullgraph: bool
     baseline: str | None
+    max_guards: int | None
 
 
 class ReportTotals(TypedDict):

@@ -139,7 +139,7 @@ class SessionResults:
         self.interrupt = said or "KeyboardInterrupt"
 
     def pytest_report_header(self) -> list[str]:
-        if self.settings.default is None:  # the gate may not run: nothing to say yet
+        if not self.settings.gates_every_test:  # the gate may not run: nothing to say yet
             return []
         return [self.settings.header(), *versions.untested_lines()]
 
@@ -254,6 +254,7 @@ class SessionResults:
             "keep_caches": settings.keep_caches,
             "fullgraph": settings.fullgraph is not None,
             "baseline": settings.baseline,
+            "max_guards": settings.max_guards.value if settings.max_guards else None,
         }
         collected = self.collected
         results = [(nodeid, outcome, data) for nodeid, (outcome, data) in collected.results.items()]

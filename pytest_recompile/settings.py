@@ -38,6 +38,7 @@ class Settings:
     baseline_counts: dict[str, int] = field(default_factory=dict)  # nodeid -> recompiles
     baseline_update: bool = False  # write the baseline from this run instead of comparing
     processes: bool = True  # record and judge compiles in the test's child processes
+    max_guards: Rule[int] | None = None  # every gated test's guards per cache entry
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -53,6 +54,7 @@ class Settings:
             fullgraph = "recompile_fullgraph (ini)"
         settings = cls(
             default=default,
+            max_guards=_max_guards(config),
             processes=_choice(config, "recompile_processes", PROCESS_MODES) == "on",
             mode=mode,
             keep_caches=keep,
@@ -63,6 +65,11 @@ class Settings:
             return _with_files(config, settings)
         except BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+    @property
+    def gates_every_test(self) -> bool:
+        """An option gates every test (not only marked ones)."""
+        return self.default is not None or self.max_guards is not None
 
     @property
     def enforced(self) -> bool:
@@ -82,6 +89,8 @@ class Settings:
         fullgraph = ", fullgraph" if self.fullgraph else ""
         fullgraph += "" if self.processes else ", child processes not gated"
         budget = f"{self.default.value} ({self.default.source})" if self.default else "none"
+        if self.max_guards is not None:
+            budget += f", at most {self.max_guards.value} guards per entry"
         return (
             f"recompile gate: active, default budget {budget}, mode {self.mode}, "
             f"compile caches {caches}{fullgraph}"
@@ -115,6 +124,23 @@ def _default_budget(config: pytest.Config) -> Rule[int] | None:
     except BudgetError as exc:
         raise pytest.UsageError(str(exc)) from None
     return Rule(value, f"recompile_budget={value} (ini)")
+
+
+def _max_guards(config: pytest.Config) -> Rule[int] | None:
+    """--recompile-max-guards=N, else the ini option recompile_max_guards, else None."""
+    from .markers import BudgetError, Rule, parse_count_text
+
+    value: int | None = config.getoption("recompile_max_guards")
+    if value is not None:
+        return Rule(value, f"--recompile-max-guards={value}")
+    ini = str(config.getini("recompile_max_guards") or "").strip()
+    if not ini:
+        return None
+    try:
+        value = parse_count_text(ini, f"{PREFIX} ini option recompile_max_guards")
+    except BudgetError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return Rule(value, f"recompile_max_guards={value} (ini)")
 
 
 def _choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:
@@ -175,6 +201,16 @@ def _path_option(config: pytest.Config, name: str) -> tuple[str | None, str]:
     if ini:
         return os.path.join(str(config.rootpath), ini), f"ini option recompile_{name}={ini}"
     return None, ""
+
+
+def max_guards_option(text: str) -> int:
+    """argparse ``type=`` of --recompile-max-guards."""
+    from .markers import BudgetError, parse_count_text
+
+    try:
+        return parse_count_text(text, f"{PREFIX} --recompile-max-guards")
+    except BudgetError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def budget_option(text: str) -> int:

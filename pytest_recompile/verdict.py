@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .guard_cost import EntryGuards, largest
 from .guards import InstalledGuard, Reason, kind_matches
 from .markers import Budget
 from .results import FunctionResult, GraphBreakResult, RecompileResult, RuleKind
@@ -99,6 +100,7 @@ class FunctionRecord:
     limit_hits: int = 0
     limit_raised: bool = False  # at the limit torch raised FailOnRecompileLimitHit instead
     guards: list[InstalledGuard] | None = None  # installed guards, once inventoried
+    entries: dict[str, EntryGuards] = field(default_factory=dict)  # its own, by compile id
 
     @property
     def recompile_count(self) -> int:
@@ -125,6 +127,7 @@ class FunctionRecord:
             "recompile_seconds": round(self.recompile_seconds, 6),
             "recompile_limit": self.limit,
             "guards": [g.to_dict() for g in self.guards] if self.guards is not None else None,
+            "entries": [e.to_dict() for e in self.entries.values()],
         }
 
 
@@ -144,6 +147,7 @@ class Violation:
     wanted: str = ""  # unknown_function: the name the budget gave
     compiled: tuple[str, ...] = ()  # unknown_function: the qualnames the block compiled
     counted: tuple[FunctionRecord, ...] = ()  # total: the functions whose recompiles it counts
+    entry: EntryGuards | None = None  # guards: the entry that checks the most
 
 
 def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ...]:
@@ -167,8 +171,8 @@ def unknown_functions(
     names = {name for r in records for name in (r.name, r.qualname)} | elsewhere
     compiled = tuple(r.qualname for r in records)
     return [
-        Violation("unknown_function", 0, rule.value, rule.source, wanted=name, compiled=compiled)
-        for name, rule in budget.per_function.items()
+        Violation("unknown_function", 0, None, source, wanted=name, compiled=compiled)
+        for name, source in budget.named.items()
         if name not in names
     ]
 
@@ -200,6 +204,10 @@ def _function_violations(record: FunctionRecord, budget: Budget) -> list[Violati
                 "forbidden", len(forbidden), 0, budget.forbid.source, record, guards=forbidden
             )
         )
+    cap = budget.guards_for(record.name, record.qualname)
+    most = largest(record.entries.values())
+    if cap is not None and most is not None and most.count > cap.value:
+        found.append(Violation("guards", most.count, cap.value, cap.source, record, entry=most))
     return found
 
 

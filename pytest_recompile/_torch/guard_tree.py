@@ -23,6 +23,13 @@ class Leaf:
     source: str  # L['x'], G['step'], ...
     code_parts: tuple[str, ...]
     under_module: bool  # a module, or reached through one (G['math'], G['math'].pi)
+    dict_key: bool = False  # on a key of a dict torch iterated (the order of a ModuleList's)
+
+    @property
+    def structural(self) -> bool:
+        """Torch's own guard on how a value is built (a module's attributes, an iterated
+        dict's keys), not on a value the user passes."""
+        return self.under_module or self.dict_key
 
 
 def guard_leaves(guard_manager: Any) -> Iterator[Leaf]:
@@ -30,19 +37,34 @@ def guard_leaves(guard_manager: Any) -> Iterator[Leaf]:
     root = guard_manager.root
     scope = (getattr(guard_manager, "global_scope", None) or {}).get("G") or {}
 
-    def walk(manager: Any, under_module: bool) -> Iterator[Leaf]:
+    def walk(manager: Any, under_module: bool, key: bool = False) -> Iterator[Leaf]:
         source = manager.get_source()
         leaves = manager.get_leaf_guards()
         parts = [(type(leaf).__name__, tuple(leaf.verbose_code_parts())) for leaf in leaves]
         is_module = _guards_a_module(manager, scope)
         for kind, code_parts in parts:
-            yield Leaf(kind, source, code_parts, under_module or is_module)
-        for child in manager.get_child_managers():
-            yield from walk(child, under_module or is_module)
+            yield Leaf(kind, source, code_parts, under_module or is_module, key)
+        for child, is_key in _children(manager):
+            yield from walk(child, under_module or is_module, is_key)
 
     yield from walk(root, False)
     for guard in root.get_epilogue_lambda_guards():
         yield Leaf(type(guard).__name__, "", tuple(guard.verbose_code_parts()), False)
+
+
+def _children(manager: Any) -> Iterator[tuple[Any, bool]]:
+    """A node's child managers, each with whether it guards a dict's key: a
+    ``DictGuardManager`` (a dict torch iterated) lists its key and value managers apart
+    from its children, and they hold the guards on its entries (a ModuleList's layers)."""
+    for child in manager.get_child_managers():
+        yield child, False
+    pairs = getattr(manager, "get_key_value_managers", None)
+    if pairs is not None:
+        for key, value in pairs().values():
+            if key is not None:
+                yield key, True
+            if value is not None:
+                yield value, False
 
 
 _GLOBAL_NAME = re.compile(r"^G\['(?P<name>[^']+)'\]$")
@@ -87,9 +109,10 @@ def failing_leaf_kinds(listed: list[Any], reasons: tuple[str, ...]) -> tuple[str
     return tuple(kinds)
 
 
-def installed(code: CodeType) -> Iterator[tuple[str, Leaf]]:
-    """(cache entry id, leaf) for every guard installed on ``code``'s cache entries (those
-    isolation re-installed and the running test's taken offers included)."""
-    for entry in [*entries.entry_list(code), *entries.kept_entries(code)]:
-        for leaf in guard_leaves(entry.guard_manager):
-            yield str(entry.compile_id), leaf
+def trees(code: CodeType) -> list[tuple[str, Any]]:
+    """(cache entry id, guard manager) of ``code``'s cache entries (those isolation
+    re-installed and the running test's taken offers included)."""
+    return [
+        (str(entry.compile_id), entry.guard_manager)
+        for entry in [*entries.entry_list(code), *entries.kept_entries(code)]
+    ]

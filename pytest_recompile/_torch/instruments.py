@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -214,9 +214,9 @@ def compile_seconds() -> Iterator[dict[events.CompileKey, float]]:
         dynamo_utils.set_compilation_metrics_limit(old_capacity)
 
 
-def newest_seconds(keys: list[events.CompileKey]) -> dict[events.CompileKey, float]:
-    """The seconds of these compiles, each its newest metric's (torch numbers compiles again
-    after a reset), read from the newest metric back until all are found."""
+def _newest_metrics(keys: Iterable[events.CompileKey]) -> dict[events.CompileKey, Any]:
+    """The newest compile metric of each of these compiles (torch numbers compiles again
+    after a reset), read from the newest back until all are found."""
     if not versions.has_compile_metrics():
         return {}
     import torch._dynamo.utils as dynamo_utils
@@ -226,9 +226,34 @@ def newest_seconds(keys: list[events.CompileKey]) -> dict[events.CompileKey, flo
         if not wanted:
             break
         key = _metric_key(metric)
-        if key in wanted and metric.entire_frame_compile_time_s is not None:
-            found[key] = float(metric.entire_frame_compile_time_s)
+        if key in wanted:
+            found[key] = metric
             wanted.discard(key)
+    return found
+
+
+def newest_seconds(keys: list[events.CompileKey]) -> dict[events.CompileKey, float]:
+    """The seconds of these compiles, each its newest metric's."""
+    return {
+        key: float(metric.entire_frame_compile_time_s)
+        for key, metric in _newest_metrics(keys).items()
+        if metric.entire_frame_compile_time_s is not None
+    }
+
+
+def guard_metrics(
+    keys: Iterable[events.CompileKey],
+) -> dict[events.CompileKey, tuple[int | None, float | None]]:
+    """torch's ``guard_count`` and ``guard_latency_us`` of these compiles (either None where
+    this torch's metrics lack it): its estimate, measured once per compile."""
+    found = {}
+    for key, metric in _newest_metrics(keys).items():
+        count = getattr(metric, "guard_count", None)
+        latency = getattr(metric, "guard_latency_us", None)
+        found[key] = (
+            int(count) if count is not None else None,
+            float(latency) if latency is not None else None,
+        )
     return found
 
 

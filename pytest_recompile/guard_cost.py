@@ -1,0 +1,145 @@
+"""What every call of a compiled function pays before a cache entry answers: the guards each
+entry checks, counted by kind, with torch's own estimate of their latency (pure).
+
+torch runs an entry's guard tree on every call that reaches it, and the trees of every entry
+it misses first: a model's tree grows with its layers. The tracker reads each entry's tree
+once (``_torch.guard_tree``); this module turns the leaves into one :class:`EntryGuards` and
+says which guards sit on the user's Python values (what the baseline records).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .guards import InstalledGuard
+from .results import EntryGuardsResult, FunctionResult
+
+# Guards on a module's parameters and buffers: how a model's tree grows with its layers.
+_ON_PARAMETERS = re.compile(r"\._(?:parameters|buffers)\[")
+# A global or an argument itself: G['step'], L['x'] (not an attribute reached through it).
+_DIRECT = re.compile(r"^[GL]\['[^']+'\]$")
+# The guards on a Python value that a new one of means a new constant or object baked in.
+VALUE_KINDS = ("EQUALS_MATCH", "ID_MATCH", "TYPE_MATCH")
+
+GUARDS_FIX = (
+    "compile the repeated block instead of the whole model (for layer in model.layers: "
+    "layer.compile()), so each entry guards one layer; or, where parameters never change "
+    "identity, torch.compile(model, options={'guard_filter_fn': "
+    "torch.compiler.skip_guard_on_inbuilt_nn_modules_unsafe})"
+)
+LATENCY_NOTE = "torch's estimate, measured once per compile: noisy, reported, never gated"
+
+
+@dataclass(frozen=True)
+class EntryGuards:
+    """One cache entry's guards: ``guards`` leaf guards in its tree (None: the entry was gone,
+    a reset, before its tree was read; ``torch_count`` is then all there is), by kind."""
+
+    entry: str  # the entry's compile id, "0/1"
+    guards: int | None
+    kinds: tuple[tuple[str, int], ...] = ()  # (leaf kind, count), most first
+    on_parameters: int = 0  # of them, on a module's parameters or buffers
+    values: tuple[str, ...] = ()  # "EQUALS_MATCH G['step']": guards on the user's values
+    torch_count: int | None = None  # torch's guard_count (its guard list, before the tree)
+    latency_us: float | None = None  # torch's guard_latency_us for this entry
+
+    @property
+    def count(self) -> int:
+        """The count a ``max_guards`` budget compares: the tree's, else torch's."""
+        return self.guards if self.guards is not None else self.torch_count or 0
+
+    def to_dict(self) -> EntryGuardsResult:
+        return {
+            "entry": self.entry,
+            "guards": self.guards,
+            "kinds": dict(self.kinds),
+            "on_parameters": self.on_parameters,
+            "values": list(self.values),
+            "torch_guard_count": self.torch_count,
+            "guard_latency_us": self.latency_us,
+        }
+
+
+def value_guard(guard: InstalledGuard) -> str | None:
+    """``KIND source`` for a guard on a Python value of the user's: an ``==`` anywhere on the
+    user's values (a baked constant), an identity or type guard on a global or an argument
+    itself; None for any other guard."""
+    if guard.framework or guard.kind not in VALUE_KINDS:
+        return None
+    if guard.kind != "EQUALS_MATCH" and not _DIRECT.match(guard.source):
+        return None
+    return f"{guard.kind} {guard.source}"
+
+
+def entry_guards(
+    entry: str,
+    guards: Iterable[InstalledGuard],
+    torch_count: int | None = None,
+    latency_us: float | None = None,
+) -> EntryGuards:
+    """One entry's guards summed up from its leaves."""
+    found = list(guards)
+    kinds = Counter(g.torch_kind for g in found)
+    values = sorted({v for v in map(value_guard, found) if v is not None})
+    return EntryGuards(
+        entry=entry,
+        guards=len(found),
+        kinds=tuple(sorted(kinds.items(), key=lambda pair: (-pair[1], pair[0]))),
+        on_parameters=sum(1 for g in found if _ON_PARAMETERS.search(g.source)),
+        values=tuple(values),
+        torch_count=torch_count,
+        latency_us=latency_us,
+    )
+
+
+def largest(entries: Iterable[EntryGuards]) -> EntryGuards | None:
+    """The entry that checks the most guards."""
+    return max(entries, key=lambda e: e.count, default=None)
+
+
+def kinds_text(entry: EntryGuards, shown: int = 3) -> str:
+    """``88 TYPE_MATCH, 81 TENSOR_MATCH, 81 DIMENSION_DYNAMIC_MARKING_GUARD`` (the kinds
+    that make up most of it) and how many sit on parameters."""
+    if entry.guards is None:
+        return "kinds unknown: the entry was gone (a reset) before its guard tree was read"
+    parts = [f"{n} {kind}" for kind, n in entry.kinds[:shown]]
+    rest = sum(n for _, n in entry.kinds[shown:])
+    if rest:
+        parts.append(f"{rest} other")
+    text = ", ".join(parts)
+    if entry.on_parameters:
+        text += f"; {entry.on_parameters} on module parameters and buffers"
+    return text
+
+
+def entry_line(entry: EntryGuards) -> str:
+    """One entry's guards in a line: ``[0/0] 340 guards (88 TYPE_MATCH, ...); torch:
+    guard_count 505, estimated 131 us per check`` (torch's count is of its guard list
+    before the tree is built; its latency, one noisy measurement at compile time)."""
+    if entry.guards is not None:
+        counted = f"{entry.guards} guards ({kinds_text(entry)})"
+    else:
+        counted = f"{entry.torch_count or 0} guards by torch's count ({kinds_text(entry)})"
+    torch = []
+    if entry.guards is not None and entry.torch_count is not None:
+        torch.append(f"guard_count {entry.torch_count}")
+    if entry.latency_us is not None:
+        torch.append(f"estimated {entry.latency_us:g} us per check")
+    return f"[{entry.entry}] {counted}" + (f"; torch: {', '.join(torch)}" if torch else "")
+
+
+def entry_count(entry: EntryGuardsResult) -> int:
+    """:attr:`EntryGuards.count` of a reported entry."""
+    guards = entry["guards"]
+    return guards if guards is not None else entry["torch_guard_count"] or 0
+
+
+def largest_result(
+    functions: Iterable[FunctionResult],
+) -> tuple[FunctionResult, EntryGuardsResult] | None:
+    """The reported function and entry that check the most guards."""
+    pairs = [(fn, entry) for fn in functions for entry in fn["entries"]]
+    return max(pairs, key=lambda pair: entry_count(pair[1]), default=None)

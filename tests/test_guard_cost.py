@@ -1,0 +1,341 @@
+"""Guard cost: the guards each cache entry checks, in every report, and the ``max_guards``
+budget, with real torch and real pytest."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from snippets import assert_marker_error, outcomes, read_json
+
+from pytest_recompile.guard_cost import (
+    GUARDS_FIX,
+    EntryGuards,
+    entry_guards,
+    entry_line,
+    kinds_text,
+    value_guard,
+)
+from pytest_recompile.guards import installed_guard
+from pytest_recompile.markers import Budget, Rule, budget_from_marks
+from pytest_recompile.report import SCHEMA_FILE
+
+# A model whose guard tree grows with its layers (torch 2.13, CPU: 36 leaf guards with 2
+# layers, 340 with 40).
+LAYERS = """
+class Stack(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(n))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+"""
+
+
+def _leaf(kind: str, source: str, text: str = "", structural: bool = False):  # type: ignore[no-untyped-def]
+    return installed_guard(kind, source, [text or f"{source} check"], "0/0", structural)
+
+
+def test_entry_guards_counts_kinds_parameters_and_the_users_values() -> None:
+    leaves = [
+        _leaf("TENSOR_MATCH", "L['self']._modules['0']._parameters['weight']"),
+        _leaf("TENSOR_MATCH", "L['self']._modules['0']._parameters['bias']"),
+        _leaf("TENSOR_MATCH", "L['x']"),
+        _leaf("EQUALS_MATCH", "G['step']", "G['step'] == 0"),
+        _leaf("EQUALS_MATCH", "L['self'].scale", "L['self'].scale == 2.0"),
+        _leaf("ID_MATCH", "G['helper']"),
+        _leaf("ID_MATCH", "G['helper'].inner"),  # reached through a global: not its own
+        _leaf("TYPE_MATCH", "L['cfg']"),
+        _leaf("EQUALS_MATCH", "list(dict.keys(L['m']._modules))[0]", "... == '0'", True),
+    ]
+    found = entry_guards("0/0", leaves, torch_count=12, latency_us=40.0)
+    assert found.guards == 9
+    assert found.count == 9
+    assert found.kinds[0] == ("EQUALS_MATCH", 3)
+    assert dict(found.kinds) == {
+        "EQUALS_MATCH": 3,
+        "TENSOR_MATCH": 3,
+        "ID_MATCH": 2,
+        "TYPE_MATCH": 1,
+    }
+    assert found.on_parameters == 2
+    assert found.values == (
+        "EQUALS_MATCH G['step']",
+        "EQUALS_MATCH L['self'].scale",
+        "ID_MATCH G['helper']",
+        "TYPE_MATCH L['cfg']",
+    )
+    assert value_guard(leaves[-1]) is None  # torch's guard on a module list's order
+    assert kinds_text(found, shown=2) == (
+        "3 EQUALS_MATCH, 3 TENSOR_MATCH, 3 other; 2 on module parameters and buffers"
+    )
+    assert entry_line(found).endswith("; torch: guard_count 12, estimated 40 us per check")
+    assert found.to_dict()["kinds"]["ID_MATCH"] == 2
+
+
+def test_an_entry_gone_before_its_tree_was_read_has_torchs_count_only() -> None:
+    gone = EntryGuards("1/0", None, torch_count=505, latency_us=None)
+    assert gone.count == 505
+    assert "505 guards by torch's count" in entry_line(gone)
+    assert "kinds unknown" in kinds_text(gone)
+
+
+def test_max_guards_marker_reads_like_max_recompiles() -> None:
+    class Mark:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            self.args, self.kwargs = args, kwargs
+
+    budget = budget_from_marks(
+        {"max_guards": [Mark(300), Mark(20, function="step"), Mark(500)]}, None, "t"
+    )
+    assert budget is not None
+    assert budget.max_guards == Rule(300, "@max_guards(300)")
+    assert budget.guards_for("step", "Model.step") == Rule(20, "@max_guards(20, function='step')")
+    assert budget.guards_for("other", "other") == Rule(300, "@max_guards(300)")
+    assert budget.named == {"step": "@max_guards(20, function='step')"}
+    assert Budget.from_json(json.loads(json.dumps(budget.to_json()))) == budget
+    # The default applies where the test has no max_guards of its own.
+    default = Rule(100, "--recompile-max-guards=100")
+    own = budget_from_marks({"max_guards": [Mark(7)]}, None, "t", guards_default=default)
+    assert own is not None
+    assert own.max_guards == Rule(7, "@max_guards(7)")
+    plain = budget_from_marks({}, None, "t", guards_default=default)
+    assert plain is not None
+    assert plain.max_guards == default
+    assert plain.total is None
+
+
+def test_a_40_layer_model_crosses_max_guards_and_a_2_layer_one_does_not(run) -> None:
+    result = run(
+        LAYERS
+        + """
+@pytest.mark.max_guards(300)
+def test_deep():
+    torch.compile(Stack(40), backend="eager")(torch.randn(4, 8))
+
+@pytest.mark.max_guards(300)
+def test_shallow():
+    torch.compile(Stack(2), backend="eager")(torch.randn(4, 8))
+""",
+        "--recompile-report=r.json",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-recompile: 'Stack.forward' cache entry [[]*] checks * guards on every call, "
+            "budget 300 (@max_guards(300)): * TYPE_MATCH, *; * on module parameters and buffers",
+            "  Stack.forward  test_it.py:*",
+            "    guards [[]*] * guards (*); torch: guard_count *, estimated * us per check",
+            f"    fix too many guards: {GUARDS_FIX}",
+        ]
+    )
+    report = read_json("r.json")
+    import jsonschema
+
+    jsonschema.validate(report, json.loads(Path(SCHEMA_FILE).read_text()))
+    tests = {t["nodeid"].split("::")[1]: t for t in report["tests"]}
+    deep, shallow = (
+        tests[name]["functions"][0]["entries"] for name in ("test_deep", "test_shallow")
+    )
+    assert len(deep) == len(shallow) == 1
+    assert deep[0]["guards"] > 300 >= shallow[0]["guards"]
+    # The tree grows with the layers: parameters, module types, the list's order.
+    assert deep[0]["on_parameters"] >= 40 * 2 * 2  # weight and bias, each with two leaves
+    assert deep[0]["torch_guard_count"] > shallow[0]["torch_guard_count"]
+    assert deep[0]["guard_latency_us"] is not None
+    assert [v["kind"] for v in tests["test_deep"]["violations"]] == ["guards"]
+
+
+def test_recompile_max_guards_gates_every_test_and_a_marker_wins(run, pytester) -> None:
+    source = """
+@torch.compile(backend="eager")
+def add(x, y):
+    return x + y
+
+def test_default():
+    add(torch.ones(2), torch.ones(2))
+
+@pytest.mark.max_guards(1000)
+def test_own():
+    add(torch.ones(2), torch.ones(2))
+
+@pytest.mark.max_guards(1, function="add")
+def test_function():
+    add(torch.ones(2), torch.ones(2))
+
+@pytest.mark.max_guards(1000, function="ad")
+def test_typo():
+    add(torch.ones(2), torch.ones(2))
+"""
+    result = run(source, "--recompile-max-guards=2", "-v")
+    assert outcomes(result) == {
+        "test_default": "failed",
+        "test_own": "passed",
+        "test_function": "failed",
+        "test_typo": "failed",  # the name matches nothing; the default still judges 'add'
+    }
+    result.stdout.fnmatch_lines(
+        [
+            "*recompile gate: active, default budget none, at most 2 guards per entry*",
+            "*'add' cache entry * budget 2 (--recompile-max-guards=2)*",
+            "*'add' cache entry * budget 1 (@max_guards(1, function='add'))*",
+            "*@max_guards(1000, function='ad') names no function this test compiled*"
+            "did you mean 'add'?*",
+        ]
+    )
+    pytester.makeini("[pytest]\nrecompile_max_guards = 2\n")
+    result = run(source, "-v")
+    assert outcomes(result)["test_default"] == "failed"
+    result.stdout.fnmatch_lines(["*budget 2 (recompile_max_guards=2 (ini))*"])
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("max_guards(-1)", "*budget must be a non-negative integer, got -1*"),
+        ("max_guards('3')", "*budget must be a non-negative integer, got '3' (str)*"),
+        (
+            "max_guards(3, fn='f')",
+            "*unknown keyword 'fn'; accepted form is @pytest.mark.max_guards(n*",
+        ),
+        ("max_guards()", "*expected exactly one budget, got 0 arguments*"),
+    ],
+)
+def test_bad_max_guards_markers_are_collection_errors(run, marker: str, message: str) -> None:
+    result = run(f"@pytest.mark.{marker}\ndef test_x():\n    pass\n")
+    assert_marker_error(result, message)
+
+
+def test_bad_max_guards_option_and_ini(run, pytester) -> None:
+    result = run("def test_x():\n    pass\n", "--recompile-max-guards=many")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*pytest-recompile: --recompile-max-guards: expected a non-negative integer*'many'*"]
+    )
+    pytester.makeini("[pytest]\nrecompile_max_guards = -3\n")
+    result = run("def test_x():\n    pass\n")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*pytest-recompile: ini option recompile_max_guards: expected a non-negative integer*"]
+    )
+
+
+def test_forbid_guards_sees_into_iterated_dicts_but_not_a_module_lists_order(run) -> None:
+    # torch keeps the guards on a dict it iterated apart from the rest of the tree; a baked
+    # float there is the user's value, the order of a ModuleList's keys is torch's own.
+    result = run(
+        LAYERS
+        + """
+@torch.compile(backend="eager")
+def scale(x, cfg):
+    for _, value in cfg.items():
+        x = x * value
+    return x
+
+@pytest.mark.forbid_guards("EQUALS_MATCH")
+def test_cfg():
+    scale(torch.ones(2), {"a": 2.0})
+
+@pytest.mark.forbid_guards("EQUALS_MATCH")
+def test_module_list():
+    torch.compile(Stack(3), backend="eager")(torch.randn(2, 8))
+""",
+        "-v",
+    )
+    assert outcomes(result) == {"test_cfg": "failed", "test_module_list": "passed"}
+    assert "forbidden guard [0/0] EQUALS_MATCH on L['cfg']['a']: " in result.stdout.str()
+
+
+def test_a_reset_in_teardown_leaves_torchs_count_and_the_budget_still_holds(run) -> None:
+    # torch's Dynamo TestCase resets in tearDown, before the gate reads the test's trees.
+    result = run(
+        LAYERS
+        + """
+from torch._dynamo.test_case import TestCase
+
+class TestDeep(TestCase):
+    @pytest.mark.max_guards(300)
+    def test_deep(self):
+        torch.compile(Stack(40), backend="eager")(torch.randn(4, 8))
+""",
+        "--recompile-report=r.json",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*'Stack.forward' cache entry * checks * guards*budget 300*"])
+    (entry,) = read_json("r.json")["tests"][0]["functions"][0]["entries"]
+    assert entry["torch_guard_count"] > 300
+
+
+MARKDOWN = """
+@torch.compile(backend="eager")
+def add(x, y):
+    return x + y
+
+@pytest.mark.max_guards(1)
+def test_add():
+    add(torch.ones(2), torch.ones(2))
+"""
+
+
+def test_junit_properties_and_markdown_carry_the_largest_entry(run, pytester) -> None:
+    run(MARKDOWN, "--junitxml=j.xml", "--recompile-report-md=s.md")
+    xml = (pytester.path / "j.xml").read_text()
+    assert 'name="recompile_max_guards" value="' in xml
+    assert "(add)" in xml
+    assert 'name="recompile_guard_latency_us"' in xml
+    markdown = (pytester.path / "s.md").read_text()
+    assert "### Guards per call: the largest cache entries" in markdown
+    assert "| `add` |" in markdown
+    assert "| `test_it.py::test_add` | — |" in markdown  # the broken rule, with its message
+
+
+CHILD = """
+import subprocess, sys, textwrap
+import pytest
+
+DEEP = textwrap.dedent('''
+    import torch
+    class Stack(torch.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(n))
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+    torch.compile(Stack(40), backend="eager")(torch.randn(4, 8))
+''')
+
+@pytest.mark.max_guards(300)
+def test_deep_in_a_child():
+    subprocess.run([sys.executable, "-c", DEEP], check=True)
+
+@pytest.mark.max_guards(3000)
+def test_deep_within():
+    subprocess.run([sys.executable, "-c", DEEP], check=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.processes
+@pytest.mark.skipif(sys.platform == "win32", reason="child process set-up")
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_max_guards_in_child_processes_and_under_xdist(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    pytester.makepyfile(test_it=textwrap.dedent(CHILD))
+    result = pytester.runpytest_subprocess(
+        "-v", "-p", "no:randomly", "-p", "no:cacheprovider", "--recompile-report=r.json", *workers
+    )
+    assert outcomes(result) == {"test_deep_in_a_child": "failed", "test_deep_within": "passed"}
+    result.stdout.fnmatch_lines(["*pid * (python -c): 'Stack.forward' cache entry * budget 300*"])
+    tests = {t["nodeid"].split("::")[1]: t for t in read_json("r.json")["tests"]}
+    (child,) = tests["test_deep_in_a_child"]["processes"]
+    assert [v["kind"] for v in child["violations"]] == ["guards"]
+    assert child["functions"][0]["entries"][0]["guards"] > 300
