@@ -393,9 +393,26 @@ _HINTS = {
 }
 
 
+_AT_INDEX = re.compile(r"\bat index (?P<dim>\d+)")
+_SCOPED = re.compile(r"^[LG]\['(?P<name>[^']+)'\]")
+
+
+def expression(source: str) -> str:
+    """A guard's source as the user's code writes it: ``L['x']`` -> ``x``,
+    ``L['batch']['ids']`` -> ``batch['ids']``, ``G['cache'].k`` -> ``cache.k``."""
+    return _SCOPED.sub(lambda m: m.group("name"), source.strip(), count=1)
+
+
 def hint_for(kind: str, detail: str | None, source: str | None, text: str) -> str:
     """The usual fix for a failing guard of this kind, in one line."""
     if kind == "TENSOR_MATCH":
+        dim = _AT_INDEX.search(text) if detail == "size" else None
+        if dim is not None and source:
+            return (
+                f"dimension {dim.group('dim')} of {expression(source)} changed size: "
+                f"torch._dynamo.mark_dynamic({expression(source)}, {dim.group('dim')}) before "
+                "the call, or torch.compile(..., dynamic=True)"
+            )
         return _TENSOR_HINTS.get(detail or "", "a tensor property changed: keep inputs alike")
     if kind == "GLOBAL_STATE":
         if detail and "grad_mode" in detail:

@@ -206,6 +206,15 @@ def function_block(
                     f"{guard.text}"
                 )
                 fixes.append((guard.kind, hint_for(guard.kind, None, guard.source, guard.text)))
+    if record.dynamic_sources:
+        sources = ",".join(record.dynamic_sources)
+        fixes.append(
+            (
+                "TENSOR_MATCH(size)",
+                f'or compile them dynamic from the start: TORCH_COMPILE_DYNAMIC_SOURCES="{sources}"'
+                " (torch's automatic-dynamic state after these recompiles)",
+            )
+        )
     lines += [f"    guards {entry_line(e)}" for e in record.entries.values()]
     if any(v.function is record and v.kind == "guards" for v in violations):
         fixes.append(("too many guards", GUARDS_FIX))

@@ -97,6 +97,7 @@ class FunctionResult(TypedDict):
     recompile_limit: str | None
     guards: list[GuardResult] | None
     entries: list[EntryGuardsResult]  # the guards of each entry the block compiled
+    dynamic_sources: list[str]  # what torch's automatic dynamic made dynamic after a resize
 
 
 class GraphBreakResult(TypedDict):

@@ -22,7 +22,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
-from ._torch import entries, events, guard_tree, hooks, instruments, versions
+from ._torch import dynamic_state, entries, events, guard_tree, hooks, instruments, versions
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded
 from .errors import RecompileGateError as RecompileGateError  # its home until errors.py
 from .guard_cost import EntryGuards, entry_guards
@@ -291,6 +291,9 @@ class RecompileTracker(Recorder):
             if self._forbids:
                 self._inventory(record)
         self._note_guard_metrics()
+        for record in self._records.values():
+            if record.resized:
+                record.dynamic_sources = dynamic_state.dynamic_sources(self.compiled(record))
         if not self.active and self._seconds:
             self.note_seconds(self._seconds)
 

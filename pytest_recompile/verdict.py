@@ -101,6 +101,7 @@ class FunctionRecord:
     limit_raised: bool = False  # at the limit torch raised FailOnRecompileLimitHit instead
     guards: list[InstalledGuard] | None = None  # installed guards, once inventoried
     entries: dict[str, EntryGuards] = field(default_factory=dict)  # its own, by compile id
+    dynamic_sources: list[str] = field(default_factory=list)  # torch made these dynamic
 
     @property
     def recompile_count(self) -> int:
@@ -109,6 +110,11 @@ class FunctionRecord:
     @property
     def recompile_seconds(self) -> float:
         return sum(r.seconds or 0.0 for r in self.recompiles)
+
+    @property
+    def resized(self) -> bool:
+        """A recompile of it was for a tensor's size (what automatic dynamic answers)."""
+        return any(r.detail == "size" for rc in self.recompiles for r in rc.reasons)
 
     def to_dict(self) -> FunctionResult:
         return {
@@ -128,6 +134,7 @@ class FunctionRecord:
             "recompile_limit": self.limit,
             "guards": [g.to_dict() for g in self.guards] if self.guards is not None else None,
             "entries": [e.to_dict() for e in self.entries.values()],
+            "dynamic_sources": list(self.dynamic_sources),
         }
 
 

@@ -339,3 +339,59 @@ def test_max_guards_in_child_processes_and_under_xdist(
     (child,) = tests["test_deep_in_a_child"]["processes"]
     assert [v["kind"] for v in child["violations"]] == ["guards"]
     assert child["functions"][0]["entries"][0]["guards"] > 300
+
+
+@pytest.mark.parametrize(
+    ("source", "written"),
+    [
+        ("x", "x"),
+        ("L['x']", "x"),
+        ("L['batch']['ids']", "batch['ids']"),
+        ("G['cache'].k", "cache.k"),
+    ],
+)
+def test_a_guard_source_as_the_users_code_writes_it(source: str, written: str) -> None:
+    from pytest_recompile.guards import expression
+
+    assert expression(source) == written
+
+
+def test_a_size_fix_names_the_argument_and_the_dimension() -> None:
+    from pytest_recompile.guards import parse_reason
+
+    reason = parse_reason("0/0: tensor 'x' size mismatch at index 1. expected 4, actual 8")
+    assert "torch._dynamo.mark_dynamic(x, 1)" in reason.hint
+    other = parse_reason("0/0: tensor 'x' dtype mismatch. expected Float, actual Double")
+    assert "mark_dynamic" not in other.hint
+
+
+SIZES = """
+@torch.compile(backend="eager")
+def total(x, y):
+    return x.sum() + y.sum()
+
+@pytest.mark.max_recompiles(0)
+def test_sizes():
+    total(torch.ones(4), torch.ones(3, 2))
+    total(torch.ones(4), torch.ones(3, 5))
+"""
+
+
+def test_a_size_recompile_gets_mark_dynamic_and_torchs_dynamic_sources(run) -> None:
+    result = run(SIZES, "--recompile-mode=at-end", "--recompile-report=r.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "    fix TENSOR_MATCH(size): dimension 1 of y changed size: "
+            "torch._dynamo.mark_dynamic(y, 1) before the call*",
+            "    fix TENSOR_MATCH(size): or compile them dynamic from the start: "
+            "TORCH_COMPILE_DYNAMIC_SOURCES=\"L[[]'y'[]]\"*",
+        ]
+    )
+    (fn,) = read_json("r.json")["tests"][0]["functions"]
+    assert fn["dynamic_sources"] == ["L['y']"]
+    # Fail-fast stops the recompile before torch compiles it: torch's state never learns
+    # the size varies, and only the mark_dynamic fix is given.
+    result = run(SIZES, "--recompile-report=r.json")
+    result.stdout.fnmatch_lines(["*torch._dynamo.mark_dynamic(y, 1) before the call*"])
+    assert "TORCH_COMPILE_DYNAMIC_SOURCES" not in result.stdout.str()

@@ -119,3 +119,23 @@ def _pgo() -> Any:
     except ImportError:
         return None
     return pgo if hasattr(pgo, "_CODE_STATE") else None
+
+
+def dynamic_sources(codes: list[CodeType]) -> list[str]:
+    """The sources torch's automatic-dynamic state now compiles dynamic for these code
+    objects (``L['x']``): what ``TORCH_COMPILE_DYNAMIC_SOURCES`` would make dynamic from the
+    first compile, as torch's own ``pgo`` suggests it."""
+    pgo = _pgo()
+    state = code_state()
+    if pgo is None or not state:
+        return []
+    token = getattr(getattr(pgo, "AutoDynamic", None), "token", None)
+    found: list[str] = []
+    for code in codes:
+        for key in _keys_of(code, state):
+            for source, frame in state[key].automatic_dynamic.items():
+                size, scalar = getattr(frame, "size", None), getattr(frame, "scalar", None)
+                dynamic = token in size if isinstance(size, tuple) else scalar is token
+                if token is not None and dynamic and source not in found:
+                    found.append(str(source))
+    return found
