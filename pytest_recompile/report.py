@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from .guard_cost import entry_count, largest_result
+from .limit import limit_need
 from .messages import who
 from .results import (
     Environment,
@@ -64,6 +65,7 @@ def report_document(
         "tests": tests,
         "fixtures": sorted(fixtures or [], key=lambda f: (f["node"], f["name"])),
         "faults": list(faults or []),
+        "recompile_limit": limit_need([(t["nodeid"], t) for t in tests], fixtures or []),
     }
 
 

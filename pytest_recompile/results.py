@@ -259,6 +259,24 @@ class ReportTotals(TypedDict):
     cudagraph_rerecords: int
 
 
+class LimitNeed(TypedDict):
+    """The most cache entries one function held, and where (``#/$defs/limit_need``)."""
+
+    qualname: str
+    file: str
+    line: int
+    most_entries: int
+    where: str  # the test's node id, a child process of it, or a wider fixture
+
+
+class LimitResult(TypedDict):
+    """The ``recompile_limit`` a run needs (``#/properties/recompile_limit``)."""
+
+    suggested: int  # holds every function's most entries with 2x headroom
+    functions: list[LimitNeed]  # most entries first
+    hit: list[str]  # functions that hit the limit: their need is above it
+
+
 class ReportDocument(TypedDict):
     """The JSON report (``report.schema.json``)."""
 
@@ -273,6 +291,7 @@ class ReportDocument(TypedDict):
     tests: list[ReportedTest]
     fixtures: list[FixtureResult]
     faults: list[str]
+    recompile_limit: LimitResult
 
 
 class BaselineTest(TypedDict):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .limit import limit_line, limit_need
 from .messages import EAGER_FALLBACK, notes, plural, seconds_text
 from .names import PREFIX
 from .results import FixtureResult, OutlivedResult, TestResult
@@ -103,7 +104,8 @@ def terminal_lines(
     lines += isolation_lines([data for _, data in results])
     if any(data["isolation"] == "reset" for _, data in results):
         lines.append(f"isolation: {RESET_FALLBACK}")
-    return lines
+    need = limit_line(limit_need(results, fixtures or ()))
+    return lines + ([need] if need is not None else [])
 
 
 def process_lines(results: list[tuple[str, TestResult]]) -> list[str]:

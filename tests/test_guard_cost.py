@@ -395,3 +395,55 @@ def test_a_size_recompile_gets_mark_dynamic_and_torchs_dynamic_sources(run) -> N
     result = run(SIZES, "--recompile-report=r.json")
     result.stdout.fnmatch_lines(["*torch._dynamo.mark_dynamic(y, 1) before the call*"])
     assert "TORCH_COMPILE_DYNAMIC_SOURCES" not in result.stdout.str()
+
+
+def _fn(name: str, entries: int, limit: bool = False) -> dict[str, object]:
+    return {
+        "qualname": name,
+        "file": f"/repo/{name}.py",
+        "line": 1,
+        "cache_entries": entries,
+        "recompile_limit": "recompile_limit (8)" if limit else None,
+    }
+
+
+def test_limit_need_takes_the_most_entries_of_each_function_wherever_held() -> None:
+    from pytest_recompile.limit import limit_line, limit_need
+
+    results = [
+        ("t.py::test_a", {"functions": [_fn("f", 2), _fn("g", 1)], "processes": []}),
+        (
+            "t.py::test_b",
+            {"functions": [_fn("f", 1)], "processes": [{"pid": 7, "functions": [_fn("f", 5)]}]},
+        ),
+    ]
+    fixtures = [{"node": "t.py", "fixture": "module fixture 'model'", "functions": [_fn("h", 3)]}]
+    need = limit_need(results, fixtures)  # type: ignore[arg-type]
+    assert [(n["qualname"], n["most_entries"], n["where"]) for n in need["functions"]] == [
+        ("f", 5, "t.py::test_b (pid 7)"),
+        ("h", 3, "t.py: module fixture 'model'"),
+        ("g", 1, "t.py::test_a"),
+    ]
+    assert need["suggested"] == 10
+    assert need["hit"] == []
+    line = limit_line(need, root="/repo")
+    assert line is not None
+    assert line.startswith("recompile_limit: one function held at most 5 cache entries (f f.py:1")
+    assert "recompile_limit = 10 holds this run with 2x headroom" in line
+    hit = limit_need([("t.py::test_c", {"functions": [_fn("f", 8, True)], "processes": []})])  # type: ignore[list-item]
+    assert hit["hit"] == ["f"]
+    assert "f hit the limit, so its need is unknown" in (limit_line(hit) or "")
+    assert limit_line(limit_need([])) is None
+
+
+def test_the_summary_ends_with_the_recompile_limit_the_run_needs(run) -> None:
+    result = run(SIZES, "--recompile-mode=report-only", "--recompile-report=r.json")
+    result.stdout.fnmatch_lines(
+        [
+            "recompile_limit: one function held at most 2 cache entries (total test_it.py:*, "
+            "in test_it.py::test_sizes); recompile_limit = 4 holds this run with 2x headroom*",
+        ]
+    )
+    need = read_json("r.json")["recompile_limit"]
+    assert need["suggested"] == 4
+    assert need["functions"][0]["most_entries"] == 2

@@ -49,7 +49,10 @@ def guard_leaves(guard_manager: Any) -> Iterator[Leaf]:
 
     yield from walk(root, False)
     for guard in root.get_epilogue_lambda_guards():
-        yield Leaf(type(guard).__name__, "", tuple(guard.verbose_code_parts()), False)
+        parts = tuple(guard.verbose_code_parts())
+        if parts and parts[0].startswith(entries.BACKEND_MISMATCH):
+            continue  # the plugin's own, on an entry isolation re-installed: not torch's
+        yield Leaf(type(guard).__name__, "", parts, False)
 
 
 def _children(manager: Any) -> Iterator[tuple[Any, bool]]:

@@ -1,0 +1,89 @@
+"""Which ``recompile_limit`` a run needs, measured: per function, the most cache entries it
+held in any test, wider fixture or child process, and the limit that holds them all with
+headroom (pure).
+
+torch's ``recompile_limit`` (8) caps the entries of one code object; past it, the function
+runs eagerly. Teams guess it (256 "to be safe"); the run's own figures say what it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+from .messages import location
+from .results import FixtureResult, FunctionResult, LimitNeed, LimitResult, TestResult
+
+HEADROOM = 2  # the suggested limit: this many times the most entries seen
+
+
+class Held(NamedTuple):
+    """Where a function held its entries: a test's node id, a fixture, a child process."""
+
+    where: str
+    fn: FunctionResult
+
+
+def _held(
+    results: Iterable[tuple[str, TestResult]], fixtures: Iterable[FixtureResult]
+) -> Iterator[Held]:
+    for nodeid, data in results:
+        yield from (Held(nodeid, fn) for fn in data["functions"])
+        for process in data["processes"]:
+            yield from (Held(f"{nodeid} (pid {process['pid']})", fn) for fn in process["functions"])
+    for fixture in fixtures:
+        yield from (
+            Held(f"{fixture['node']}: {fixture['fixture']}", fn) for fn in fixture["functions"]
+        )
+
+
+def limit_need(
+    results: Iterable[tuple[str, TestResult]], fixtures: Iterable[FixtureResult] = ()
+) -> LimitResult:
+    """Per function (most entries first), the most entries it held and where; the limit
+    that holds the run with :data:`HEADROOM`; the functions that hit the limit (whose need
+    is above it and unknown)."""
+    most: dict[tuple[str, str, int], LimitNeed] = {}
+    hit: list[str] = []
+    for where, fn in _held(results, fixtures):
+        key = (fn["qualname"], fn["file"], fn["line"])
+        if fn["recompile_limit"] and fn["qualname"] not in hit:
+            hit.append(fn["qualname"])
+        known = most.get(key)
+        if known is None or fn["cache_entries"] > known["most_entries"]:
+            most[key] = {
+                "qualname": fn["qualname"],
+                "file": fn["file"],
+                "line": fn["line"],
+                "most_entries": fn["cache_entries"],
+                "where": where,
+            }
+    functions = sorted(most.values(), key=lambda n: (-n["most_entries"], n["qualname"]))
+    top = functions[0]["most_entries"] if functions else 0
+    return {
+        "suggested": max(1, HEADROOM * top),
+        "functions": functions,
+        "hit": sorted(hit),
+    }
+
+
+def limit_line(need: LimitResult, root: str | None = None) -> str | None:
+    """The summary's last line: the most entries one function held, and the limit that
+    holds the run; None when nothing was compiled."""
+    if not need["functions"]:
+        return None
+    top = need["functions"][0]
+    at = location(top["file"], top["line"], root)
+    entries = "cache entry" if top["most_entries"] == 1 else "cache entries"
+    line = (
+        f"recompile_limit: one function held at most {top['most_entries']} {entries}"
+        f" ({top['qualname']} {at}, in {top['where']}); recompile_limit = {need['suggested']} "
+        f"holds this run with {HEADROOM}x headroom (torch's default is 8)"
+    )
+    if need["hit"]:
+        whose = "its" if len(need["hit"]) == 1 else "their"
+        line += (
+            f"; {', '.join(need['hit'])} hit the limit, so {whose} need is unknown: "
+            "fix the recompiles first"
+        )
+    return line
