@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from types import TracebackType
 
-from ._torch import entries, events, guard_tree, hooks, instruments, versions
+from ._torch import caches, entries, events, guard_tree, hooks, instruments, versions
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded
 from .errors import RecompileGateError as RecompileGateError  # its home until errors.py
 from .guards import InstalledGuard, installed_guard
@@ -28,6 +28,7 @@ from .markers import Budget, Rule, check_count
 from .messages import warm_message, warm_refusal
 from .names import MODES
 from .recorder import Recorder, event_reasons
+from .results import CachesResult
 from .sites import call_frame
 from .verdict import (
     FunctionRecord,
@@ -83,6 +84,7 @@ class RecompileTracker(Recorder):
         self._breaks_mark = 0
         self._rearm: Callable[[], None] = lambda: None
         self._paused: int | None = None  # CUDA-graph recordings when paused
+        self._caches = caches.CacheCounts()  # torch's compile-cache counters, the block's
         # fullgraph: torch stops at the break (2.9+), else judged from the breaks recorded
         self.stop_at_breaks = True
         self.active = False
@@ -104,6 +106,8 @@ class RecompileTracker(Recorder):
                 stack.enter_context(instruments.error_on_graph_break())
             if self.listen:
                 stack.callback(hooks.install_compile_hook(self.on_compile))
+            self._caches.start()
+            stack.callback(self._caches.pause)
             self._stack = stack.pop_all()
         self.active = True
         return self
@@ -202,10 +206,12 @@ class RecompileTracker(Recorder):
         """Leave out what happens until :meth:`resume` (a wider fixture being set up)."""
         self._observe()
         self._paused = len(self.cudagraph_recordings)
+        self._caches.pause()
 
     def resume(self) -> None:
         if self._paused is None:
             return
+        self._caches.resume()
         del self.cudagraph_recordings[self._paused :]
         self._paused = None
         self._breaks_mark = instruments.graph_break_count()
@@ -257,6 +263,21 @@ class RecompileTracker(Recorder):
         if self.active:
             self.note_entries(entries.answering_entries)
         return list(self._records.values())
+
+    @property
+    def caches(self) -> CachesResult:
+        """How often inductor's FX graph cache and AOTAutograd's cache answered in the block
+        (a paused stretch left out)."""
+        found = self._caches.snapshot() if self.active else self._caches.total
+        fx, aot = found["fx_graph"], found["aot_autograd"]
+        return {
+            "fx_graph": {"hits": fx["hits"], "misses": fx["misses"], "bypasses": fx["bypasses"]},
+            "aot_autograd": {
+                "hits": aot["hits"],
+                "misses": aot["misses"],
+                "bypasses": aot["bypasses"],
+            },
+        }
 
     def installed_guards(self, *, framework: bool = False) -> dict[str, list[InstalledGuard]]:
         """The guards installed on each function's cache entries, by qualname.
