@@ -104,17 +104,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "fail-fast call, and a Markdown job summary in $GITHUB_STEP_SUMMARY. auto (default): "
         "on when GITHUB_ACTIONS=true.",
     )
-    group.addoption(
-        "--recompile-durations",
-        default=None,
-        type=durations_option,
-        dest="recompile_durations",
-        metavar="N",
-        help="list the N gated tests (and wider fixtures) and the N functions that spent the "
-        "most seconds compiling, first compiles and recompiles apart, and whether torch's "
-        "compile caches answered (N=0 for all; as --durations).",
-    )
-    add_int_ini(parser, "recompile_durations", "like --recompile-durations=N (empty: off)")
+    add_durations_option(group, parser)
     add_path_option(
         group,
         parser,
@@ -129,6 +119,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run every test in report-only mode and write the baseline file from the counts "
         "(only if the run passes).",
     )
+
+
+def add_durations_option(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
+    """``--recompile-durations=N`` and its ini twin, as pytest's ``--durations``."""
+    group.addoption(
+        "--recompile-durations",
+        default=None,
+        type=durations_option,
+        dest="recompile_durations",
+        metavar="N",
+        help="list the N gated tests (and wider fixtures) and the N functions that spent the "
+        "most seconds compiling, first compiles and recompiles apart, and whether torch's "
+        "compile caches answered (N=0 for all; as --durations).",
+    )
+    add_int_ini(parser, "recompile_durations", "like --recompile-durations=N (empty: off)")
 
 
 def add_path_option(group: pytest.OptionGroup, parser: pytest.Parser, name: str, help: str) -> None:
