@@ -266,18 +266,8 @@ class RecompileTracker(Recorder):
 
     @property
     def caches(self) -> CachesResult:
-        """How often inductor's FX graph cache and AOTAutograd's cache answered in the block
-        (a paused stretch left out)."""
-        found = self._caches.snapshot() if self.active else self._caches.total
-        fx, aot = found["fx_graph"], found["aot_autograd"]
-        return {
-            "fx_graph": {"hits": fx["hits"], "misses": fx["misses"], "bypasses": fx["bypasses"]},
-            "aot_autograd": {
-                "hits": aot["hits"],
-                "misses": aot["misses"],
-                "bypasses": aot["bypasses"],
-            },
-        }
+        """How often torch's compile caches answered in the block (a pause left out)."""
+        return self._caches.result()
 
     def installed_guards(self, *, framework: bool = False) -> dict[str, list[InstalledGuard]]:
         """The guards installed on each function's cache entries, by qualname.

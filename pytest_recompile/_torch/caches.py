@@ -13,6 +13,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..results import CachesResult
 
 # cache name in the report -> (counters' group, the prefix of its hit/miss/bypass counters)
 CACHES = {
@@ -70,13 +74,20 @@ class CacheCounts:
         if self._mark is None:
             self._mark = counts_now()
 
-    def snapshot(self) -> Counts:
-        """The deltas so far (the running stretch included), as plain values."""
-        if self._mark is None:
-            return {name: dict(outcomes) for name, outcomes in self.total.items()}
-        self.pause()
-        self.resume()
-        return {name: dict(outcomes) for name, outcomes in self.total.items()}
+    def result(self) -> CachesResult:
+        """The deltas so far (the running stretch included), for the report."""
+        if self._mark is not None:
+            self.pause()
+            self.resume()
+        fx, aot = self.total["fx_graph"], self.total["aot_autograd"]
+        return {
+            "fx_graph": {"hits": fx["hits"], "misses": fx["misses"], "bypasses": fx["bypasses"]},
+            "aot_autograd": {
+                "hits": aot["hits"],
+                "misses": aot["misses"],
+                "bypasses": aot["bypasses"],
+            },
+        }
 
 
 # torch's environment variables for job_id (torch/compiler/config.py), read where torch is
