@@ -364,6 +364,7 @@ class Gate(WiderFixtures):
             refused=verdict.refused,
             processes=verdict.children,
             divergence=verdict.divergence,
+            caches=tracker.caches,
         )
 
     @property

@@ -23,6 +23,7 @@ from .settings import (
     SETTINGS_KEY,
     Settings,
     budget_option,
+    durations_option,
     max_guards_option,
 )
 
@@ -114,6 +115,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "fail-fast call, and a Markdown job summary in $GITHUB_STEP_SUMMARY. auto (default): "
         "on when GITHUB_ACTIONS=true.",
     )
+    add_durations_option(group, parser)
     add_path_option(
         group,
         parser,
@@ -130,6 +132,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def add_durations_option(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
+    """``--recompile-durations=N`` and its ini twin, as pytest's ``--durations``."""
+    group.addoption(
+        "--recompile-durations",
+        default=None,
+        type=durations_option,
+        dest="recompile_durations",
+        metavar="N",
+        help="list the N gated tests (and wider fixtures) and the N functions that spent the "
+        "most seconds compiling, first compiles and recompiles apart, and whether torch's "
+        "compile caches answered (N=0 for all; as --durations).",
+    )
+    add_int_ini(parser, "recompile_durations", "like --recompile-durations=N (empty: off)")
+
+
 def add_path_option(group: pytest.OptionGroup, parser: pytest.Parser, name: str, help: str) -> None:
     """``--recompile-NAME=PATH`` and its ini twin ``recompile_NAME`` (relative to rootdir),
     as :func:`pytest_recompile.settings._path_option` reads them."""
@@ -139,14 +156,19 @@ def add_path_option(group: pytest.OptionGroup, parser: pytest.Parser, name: str,
 
 
 def add_budget_ini(parser: pytest.Parser) -> None:
-    """``recompile_budget``: an int or a string. pytest 9.2 added union types, so that
-    ``recompile_budget = 1`` in its native ``[tool.pytest]`` table is read; older pytest reads
-    a string (ini files are strings anyway)."""
+    """``recompile_budget``: an int or a string (see :func:`add_int_ini`)."""
     help = "default recompile budget of every test, like --recompile-budget=N (empty: off)"
+    add_int_ini(parser, "recompile_budget", help)
+
+
+def add_int_ini(parser: pytest.Parser, name: str, help: str) -> None:
+    """An ini option that is a number: an int or a string. pytest 9.2 added union types, so
+    that ``name = 1`` in its native ``[tool.pytest]`` table is read; older pytest reads a
+    string (ini files are strings anyway)."""
     if pytest.version_tuple >= (9, 2):
-        parser.addini("recompile_budget", help, type=int | str, default="")
+        parser.addini(name, help, type=int | str, default="")
     else:
-        parser.addini("recompile_budget", help, default="")
+        parser.addini(name, help, default="")
 
 
 def add_choice_option(
@@ -179,7 +201,7 @@ def register_scan(config: pytest.Config, settings: Settings) -> None:
     config.pluginmanager.register(MarkerScan(settings), "recompile-scan")
     worker = hasattr(config, "workerinput")
     xdist_controller = not worker and getattr(config.option, "dist", "no") != "no"
-    if not worker and (xdist_controller or settings.writes_files):
+    if not worker and (xdist_controller or settings.writes_files or settings.durations is not None):
         register_summary(config, settings)  # xdist workers never write files
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from .durations import cache_text
 from .guard_cost import entry_count, largest_result
 from .limit import limit_need
 from .messages import who
@@ -56,6 +57,7 @@ def report_document(
             "recompile_limit_hits": sum(1 for t in tests if t["limit_hit"]),
             "recompile_seconds": round(sum(t["recompile_seconds"] for t in tests), 6),
             "compile_seconds": round(sum(t["compile_seconds"] for t in tests), 6),
+            "first_compile_seconds": round(sum(t["first_compile_seconds"] for t in tests), 6),
             "again_seconds": round(sum(t["again_seconds"] for t in tests), 6),
             "reused": sum(t["reused"] for t in tests),
             "saved_seconds": round(sum(t["saved_seconds"] for t in tests), 6),
@@ -75,6 +77,9 @@ JUNIT_NAMES = (
     "recompile_budget_source",
     "recompile_worst",
     "recompile_seconds",
+    "recompile_compile_seconds",
+    "recompile_first_compile_seconds",
+    "recompile_caches",
     "recompile_processes",
     "recompile_max_guards",
     "recompile_guard_latency_us",
@@ -93,6 +98,9 @@ def junit_properties(
         ("recompile_budget_source", data["budget_source"] or ""),
         ("recompile_worst", data["worst"] or ""),
         ("recompile_seconds", data["recompile_seconds"]),
+        ("recompile_compile_seconds", data["compile_seconds"]),
+        ("recompile_first_compile_seconds", data["first_compile_seconds"]),
+        ("recompile_caches", cache_text(data["caches"])),  # "cold: fx_graph 0 hits, 2 misses; ..."
     ]
     most = largest_result(
         [*data["functions"], *(fn for p in data["processes"] for fn in p["functions"])]

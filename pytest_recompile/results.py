@@ -89,6 +89,7 @@ class FunctionResult(TypedDict):
     recompiles: list[RecompileResult]
     cache_entries: int
     compile_seconds: float
+    first_compile_seconds: float  # compile_seconds less recompile_seconds
     again_seconds: float
     again_reasons: list[str]  # why the compiles behind again_seconds were not reused
     reused: int  # first compiles an earlier test's same compile answered
@@ -128,6 +129,22 @@ class SiteResult(TypedDict):
     function: str
 
 
+class CacheOutcomes(TypedDict):
+    """How often one of torch's compile caches answered (``#/$defs/cache``)."""
+
+    hits: int
+    misses: int
+    bypasses: int
+
+
+class CachesResult(TypedDict):
+    """Inductor's FX graph cache and AOTAutograd's cache, over a test's own phases: all 0
+    where neither was asked (the eager backend)."""
+
+    fx_graph: CacheOutcomes
+    aot_autograd: CacheOutcomes
+
+
 class ProcessResult(TypedDict):
     """A child process's compiles for one test or fixture (``#/$defs/process``)."""
 
@@ -159,6 +176,8 @@ class TestResult(TypedDict):
     recompiles: int
     recompile_seconds: float
     compile_seconds: float
+    first_compile_seconds: float  # compile_seconds less recompile_seconds
+    caches: CachesResult  # whether torch's compile caches answered (cold or warm)
     again_seconds: float  # compiling again what isolation dropped for earlier tests
     reused: int  # first compiles answered by an earlier test's same compile
     saved_seconds: float
@@ -197,6 +216,7 @@ class FixtureResult(TypedDict):
     recompiles: int  # its children's included
     recompile_seconds: float
     compile_seconds: float
+    first_compile_seconds: float
     limit_hit: list[str]
     functions: list[FunctionResult]
     graph_breaks: list[GraphBreakResult]
@@ -252,6 +272,7 @@ class ReportTotals(TypedDict):
     recompile_limit_hits: int
     recompile_seconds: float
     compile_seconds: float
+    first_compile_seconds: float
     again_seconds: float
     reused: int
     saved_seconds: float

@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from . import __version__
-from ._torch import versions
+from ._torch import caches, versions
 from .baseline import baseline_document, write_json_atomic, write_text_atomic
 from .ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
+from .durations import duration_lines, job_id_line, title
 from .messages import plural
 from .names import PREFIX
 from .report import report_document
@@ -141,7 +142,9 @@ class SessionResults:
     def pytest_report_header(self) -> list[str]:
         if not self.settings.gates_every_test:  # the gate may not run: nothing to say yet
             return []
-        return [self.settings.header(), *versions.untested_lines()]
+        job_id = caches.job_id()  # torch is imported only where it already is
+        told = [job_id_line(job_id)] if job_id else []
+        return [self.settings.header(), *versions.untested_lines(), *told]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if type(report).__name__.lower() != "subtestreport":  # the test's own carry its figures
@@ -163,6 +166,19 @@ class SessionResults:
             terminalreporter.write_sep("=", "recompile gate")
             for line, red in report.lines():
                 terminalreporter.write_line(line, red=red, bold=red)
+        count = self.settings.durations
+        if count is not None:
+            results = [(nodeid, data) for nodeid, (_, data) in self.collected.results.items()]
+            lines = duration_lines(
+                results,
+                self.collected.fixtures,
+                count,
+                root=str(terminalreporter.config.rootpath),
+                verbose=terminalreporter.verbosity >= 2,
+            )
+            terminalreporter.write_sep("=", title(count))
+            for line in lines:
+                terminalreporter.write_line(line)
 
     def report(self, config: pytest.Config) -> SessionReport | None:
         collected = self.collected

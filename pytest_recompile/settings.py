@@ -39,6 +39,7 @@ class Settings:
     baseline_update: bool = False  # write the baseline from this run instead of comparing
     processes: bool = True  # record and judge compiles in the test's child processes
     max_guards: Rule[int] | None = None  # every gated test's guards per cache entry
+    durations: int | None = None  # --recompile-durations=N: list the N slowest (0: all)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -60,6 +61,7 @@ class Settings:
             keep_caches=keep,
             fullgraph=fullgraph,
             github=_github(config),
+            durations=_durations(config),
         )
         try:
             return _with_files(config, settings)
@@ -141,6 +143,37 @@ def _max_guards(config: pytest.Config) -> Rule[int] | None:
     except BudgetError as exc:
         raise pytest.UsageError(str(exc)) from None
     return Rule(value, f"recompile_max_guards={value} (ini)")
+
+
+DURATIONS_EXPECTED = "expected a whole number of entries to list, 0 for all (as --durations)"
+
+
+def _durations(config: pytest.Config) -> int | None:
+    """--recompile-durations=N, else the ini option recompile_durations, else None (off)."""
+    value: int | None = config.getoption("recompile_durations")
+    if value is not None:
+        return value
+    try:
+        raw: object = config.getini("recompile_durations")
+    except (pytest.UsageError, TypeError, ValueError) as exc:  # not an int nor a string
+        raise pytest.UsageError(f"{PREFIX} ini option recompile_durations: {exc}") from None
+    ini = str(raw if raw is not None else "").strip()
+    if ini == "":
+        return None
+    if not ini.isdigit():
+        raise pytest.UsageError(
+            f"{PREFIX} ini option recompile_durations: {DURATIONS_EXPECTED}, got {ini!r}"
+        )
+    return int(ini)
+
+
+def durations_option(text: str) -> int:
+    """argparse ``type=`` of --recompile-durations."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{PREFIX} --recompile-durations: {DURATIONS_EXPECTED}, got {text!r}"
+        )
+    return int(text.strip())
 
 
 def _choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:

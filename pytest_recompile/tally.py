@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from .markers import Budget
 from .messages import violation_result, who
-from .results import FixtureResult, ProcessResult, TestResult, ViolationResult
+from .results import CachesResult, FixtureResult, ProcessResult, TestResult, ViolationResult
 from .sites import Site
 from .verdict import FunctionRecord, GraphBreak, Violation, rerecords
 
@@ -29,9 +29,11 @@ def result_for_test(
     refused: str | None = None,
     processes: list[ProcessResult] | None = None,
     divergence: str | None = None,
+    caches: CachesResult | None = None,
 ) -> TestResult:
     """One test's results (see :class:`~pytest_recompile.results.TestResult`); ``divergence``:
-    how its ranks compiled differently, in words (:func:`.processes.divergence`)."""
+    how its ranks compiled differently, in words (:func:`.processes.divergence`); ``caches``:
+    how often torch's compile caches answered in its phases."""
     worst = max(records, key=lambda r: r.recompile_count, default=None)
     total = budget.total if budget is not None else None
     children = processes or []
@@ -44,6 +46,8 @@ def result_for_test(
         "recompiles": sum(r.recompile_count for r in records),
         "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
         "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
+        "first_compile_seconds": round(sum(r.first_compile_seconds for r in records), 6),
+        "caches": caches or no_caches(),
         "again_seconds": round(sum(r.again_seconds for r in records), 6),
         "reused": sum(r.reused for r in records),
         "saved_seconds": round(sum(r.saved_seconds for r in records), 6),
@@ -65,6 +69,14 @@ def result_for_test(
         "order_note": None,  # kept for readers of version 5: a test sees what it would alone
         "processes": children,
         "divergence": divergence,
+    }
+
+
+def no_caches() -> CachesResult:
+    """No cache asked (the eager backend, or a torch without the counters)."""
+    return {
+        "fx_graph": {"hits": 0, "misses": 0, "bypasses": 0},
+        "aot_autograd": {"hits": 0, "misses": 0, "bypasses": 0},
     }
 
 
@@ -117,6 +129,7 @@ def fixture_result(
         + sum(p["recompiles"] for p in children),
         "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),
         "compile_seconds": round(sum(r.compile_seconds for r in records), 6),
+        "first_compile_seconds": round(sum(r.first_compile_seconds for r in records), 6),
         "limit_hit": [r.qualname for r in records if r.limit],
         "functions": [r.to_dict() for r in records],
         "graph_breaks": [b.to_dict() for b in graph_breaks],

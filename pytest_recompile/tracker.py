@@ -22,7 +22,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
-from ._torch import dynamic_state, entries, events, guard_tree, hooks, instruments, versions
+from ._torch import caches, dynamic_state, entries, events, guard_tree, hooks, instruments, versions
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded
 from .errors import RecompileGateError as RecompileGateError  # its home until errors.py
 from .guard_cost import EntryGuards, entry_guards
@@ -31,6 +31,7 @@ from .markers import Budget, Rule, check_count
 from .messages import warm_message, warm_refusal
 from .names import MODES
 from .recorder import Recorder, event_reasons
+from .results import CachesResult
 from .sites import call_frame
 from .verdict import (
     FunctionRecord,
@@ -89,6 +90,7 @@ class RecompileTracker(Recorder):
         self._breaks_mark = 0
         self._rearm: Callable[[], None] = lambda: None
         self._paused: int | None = None  # CUDA-graph recordings when paused
+        self._caches = caches.CacheCounts()  # torch's compile-cache counters, the block's
         # fullgraph: torch stops at the break (2.9+), else judged from the breaks recorded
         self.stop_at_breaks = True
         self.active = False
@@ -110,6 +112,8 @@ class RecompileTracker(Recorder):
                 stack.enter_context(instruments.error_on_graph_break())
             if self.listen:
                 stack.callback(hooks.install_compile_hook(self.on_compile))
+            self._caches.start()
+            stack.callback(self._caches.pause)
             self._stack = stack.pop_all()
         self.active = True
         return self
@@ -210,10 +214,12 @@ class RecompileTracker(Recorder):
         self._observe()
         self._read_trees()
         self._paused = len(self.cudagraph_recordings)
+        self._caches.pause()
 
     def resume(self) -> None:
         if self._paused is None:
             return
+        self._caches.resume()
         del self.cudagraph_recordings[self._paused :]
         self._paused = None
         self._breaks_mark = instruments.graph_break_count()
@@ -305,6 +311,11 @@ class RecompileTracker(Recorder):
         if self.active:
             self.note_entries(entries.answering_entries)
         return list(self._records.values())
+
+    @property
+    def caches(self) -> CachesResult:
+        """How often torch's compile caches answered in the block (a pause left out)."""
+        return self._caches.result()
 
     def installed_guards(self, *, framework: bool = False) -> dict[str, list[InstalledGuard]]:
         """The guards installed on each function's cache entries, by qualname.

@@ -116,6 +116,11 @@ class FunctionRecord:
         """A recompile of it was for a tensor's size (what automatic dynamic answers)."""
         return any(r.detail == "size" for rc in self.recompiles for r in rc.reasons)
 
+    @property
+    def first_compile_seconds(self) -> float:
+        """Its compiles' seconds but its recompiles': what its first compiles took."""
+        return max(0.0, self.compile_seconds - self.recompile_seconds)
+
     def to_dict(self) -> FunctionResult:
         return {
             "name": self.name,
@@ -126,6 +131,7 @@ class FunctionRecord:
             "recompiles": [r.to_dict() for r in self.recompiles],
             "cache_entries": self.cache_entries,
             "compile_seconds": round(self.compile_seconds, 6),
+            "first_compile_seconds": round(self.first_compile_seconds, 6),
             "again_seconds": round(self.again_seconds, 6),
             "again_reasons": list(self.again_reasons),
             "reused": self.reused,

@@ -13,5 +13,6 @@ that patches one patches what the package calls.
 - :mod:`.fingerprints`: what decides a compile beyond guards (config hashes, input marks);
 - :mod:`.backends`: which backend a compile is for, behind torch.compile's wrappers;
 - :mod:`.guard_tree`: the leaf guards of an entry, and which one failed;
-- :mod:`.instruments`: graph breaks, CUDA-graph recordings, compile seconds, stance, config.
+- :mod:`.instruments`: graph breaks, CUDA-graph recordings, compile seconds, stance, config;
+- :mod:`.caches`: compile-cache hits and misses (torch's counters), and the PGO job id.
 """
