@@ -194,3 +194,24 @@ def test_the_ini_twin_is_relative_to_the_rootdir(
     result.assert_outcomes(failed=1, passed=1)
     assert kept(pytester.path / "kept") == [folder_name("test_it.py::test_over")]
     assert not (elsewhere / "kept").exists()
+
+
+def test_a_fixture_s_recompile_in_set_up_names_the_trace(run, pytester: pytest.Pytester) -> None:
+    source = """
+    @torch.compile(backend="eager")
+    def k(x, n):
+        return x * n
+
+    @pytest.fixture
+    def warmed():
+        k(torch.ones(3), 1)
+        k(torch.ones(3), 2)
+
+    def test_uses(warmed):
+        pass
+    """
+    result = run(source, "--recompile-budget", "--recompile-trace=traces")
+    result.assert_outcomes(errors=1)
+    shown = os.path.join("traces", folder_name("test_it.py::test_uses"))
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_uses*", trace_line(shown)])
+    assert "dynamo_start" in (pytester.path / shown / TRACE_FILE).read_text()
