@@ -45,8 +45,14 @@ depend on the machine; the ratios are what the targets are about.
    varies ten times more than the 2% to check). Target <= 1.02. Blocks of 20 such children,
    alternated inside the gated test, by wall time: no target.
 
+12. structured trace: the gated suite of benchmark 2 (every test passes) with
+   ``--recompile-budget --recompile-trace=DIR`` (B) vs ``--recompile-budget`` (A): torch builds
+   every structured record of each compile into a scratch file, deleted when the test passes.
+   Target <= 1.10.
+
     python benchmarks/run.py --only children   # benchmarks 8 and 9 alone (a few minutes)
     python benchmarks/run.py --only isolation  # benchmarks 6, 7, 10 and 11 alone
+    python benchmarks/run.py --only trace      # benchmark 12 alone (a few minutes)
 """
 
 from __future__ import annotations
@@ -496,9 +502,9 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=None, help="repetitions per variant")
     parser.add_argument(
         "--only",
-        choices=["children", "isolation"],
+        choices=["children", "isolation", "trace"],
         default=None,
-        help="run benchmarks 8 and 9 (children) or 6, 7, 10 and 11 (isolation) alone",
+        help="run benchmarks 8 and 9 (children), 6, 7, 10 and 11 (isolation) or 12 (trace) alone",
     )
     args = parser.parse_args()
     quick = args.quick
@@ -538,6 +544,10 @@ def main() -> int:
         for kind in MODEL_SUITES:
             write_transformer_suite(dirs[kind], model_tests, backend, kind=kind)
         write_children_suite(dirs["children"], 1 if quick else reps, 20)
+        if args.only == "trace":
+            results = [trace_benchmark(dirs["gated"], sizes, reps)]
+            print_table(results, reps, quick)
+            return 0 if quick or all(r.met for r in results) else 1
         if args.only == "isolation":
             model_reps = args.reps or verdict_reps
             results = model_benchmarks(dirs, model_tests, backend, model_reps)
@@ -653,9 +663,26 @@ def main() -> int:
 
         results += model_benchmarks(dirs, model_tests, backend, verdict_reps)
         results += children_benchmarks(dirs["children"], reps, quick)
+        results.append(trace_benchmark(gated, sizes, reps))
 
     print_table(results, reps, quick, added_ms, breakdown)
     return 0 if quick or all(r.met for r in results) else 1
+
+
+def trace_benchmark(gated: Path, sizes: dict[str, int], reps: int) -> Result:
+    """Benchmark 12: the gated suite with ``--recompile-trace`` (B) and without it (A)."""
+    print(f"12 structured trace ({reps} x 2 runs)", file=sys.stderr)
+    budget = [*QUIET, "test_gated.py", "--recompile-budget"]
+    traced = [*budget, f"--recompile-trace={gated / 'traces'}"]
+    run_pytest(gated, budget)  # warm caches
+    a, b = interleaved(reps, lambda: run_pytest(gated, budget), lambda: run_pytest(gated, traced))
+    assert all(r.rc == 0 for r in a + b), "the gated suite must pass"
+    assert not (gated / "traces").exists(), "tests that pass leave nothing"
+    return Result(
+        f"gated suite with --recompile-trace: {sizes['gated_tests']} tests x {sizes['calls']} "
+        "calls, eager, every test passes", "--recompile-budget", "and --recompile-trace=DIR",
+        [r.seconds for r in a], [r.seconds for r in b], 1.10,
+    )  # fmt: skip
 
 
 MODEL_SUITES = {

@@ -16,6 +16,10 @@ class RecompileMarkerIgnored(pytest.PytestWarning):
     """A marker of the plugin where pytest never reads it (a conftest's ``pytestmark``)."""
 
 
+class RecompileTraceUnread(pytest.PytestWarning):
+    """tlparse, on PATH, failed to read a kept structured trace (``--recompile-trace``)."""
+
+
 def warn_at(warning: pytest.PytestWarning, filename: str, lineno: int) -> None:
     """Warn, shown at ``filename:lineno``. Under ``-W error`` or ``filterwarnings("error")``
     the warning is still only shown: a note of the plugin never fails a user's test; an

@@ -122,6 +122,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "baseline",
         "compare each test with its recorded recompiles in PATH: above fails, below is reported.",
     )
+    add_path_option(
+        group,
+        parser,
+        "trace",
+        "keep torch's structured trace (what TORCH_TRACE writes, what tlparse reads) of each "
+        "gated test that breaks the gate, in DIR/<test>/, named in its failure message; "
+        "with tlparse on PATH, its HTML report beside it. Tests that pass leave nothing.",
+        metavar="DIR",
+    )
     group.addoption(
         "--recompile-baseline-update",
         action="store_true",
@@ -147,11 +156,17 @@ def add_durations_option(group: pytest.OptionGroup, parser: pytest.Parser) -> No
     add_int_ini(parser, "recompile_durations", "like --recompile-durations=N (empty: off)")
 
 
-def add_path_option(group: pytest.OptionGroup, parser: pytest.Parser, name: str, help: str) -> None:
+def add_path_option(
+    group: pytest.OptionGroup,
+    parser: pytest.Parser,
+    name: str,
+    help: str,
+    metavar: str = "PATH",
+) -> None:
     """``--recompile-NAME=PATH`` and its ini twin ``recompile_NAME`` (relative to rootdir),
     as :func:`pytest_recompile.settings._path_option` reads them."""
     flag = f"--recompile-{name.replace('_', '-')}"
-    group.addoption(flag, default=None, dest=f"recompile_{name}", metavar="PATH", help=help)
+    group.addoption(flag, default=None, dest=f"recompile_{name}", metavar=metavar, help=help)
     parser.addini(f"recompile_{name}", f"like {flag} (relative to rootdir)", default="")
 
 
@@ -218,8 +233,14 @@ def register_gate(config: pytest.Config, settings: Settings) -> None:
     from .quiet import QuietTrace
 
     worker = hasattr(config, "workerinput")
-    config.pluginmanager.register(Gate(settings, worker=worker), "recompile-gate")
+    gate = Gate(settings, worker=worker)
+    config.pluginmanager.register(gate, "recompile-gate")
     config.pluginmanager.register(QuietTrace(), "recompile-quiet-trace")
+    if settings.trace is not None:
+        from .traces import TraceKeeper
+
+        keeper = TraceKeeper(settings.trace, config, gate.faults)
+        config.pluginmanager.register(keeper, "recompile-trace")
     if not worker:
         register_summary(config, settings)
 

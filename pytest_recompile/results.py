@@ -194,6 +194,7 @@ class TestResult(TypedDict):
     order_note: None  # always null since version 6 (a test sees only the fixtures it uses)
     processes: list[ProcessResult]  # one entry per child process that compiled for the test
     divergence: str | None  # ranks that compiled a shared function differently
+    trace: str | None  # the folder its structured trace was kept in (--recompile-trace)
 
 
 class OutlivedResult(TypedDict):

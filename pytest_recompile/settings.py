@@ -40,6 +40,7 @@ class Settings:
     processes: bool = True  # record and judge compiles in the test's child processes
     max_guards: Rule[int] | None = None  # every gated test's guards per cache entry
     durations: int | None = None  # --recompile-durations=N: list the N slowest (0: all)
+    trace: str | None = None  # where the structured traces of tests that broke the gate go
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -64,7 +65,7 @@ class Settings:
             durations=_durations(config),
         )
         try:
-            return _with_files(config, settings)
+            return _with_files(config, replace(settings, trace=_trace_dir(config)))
         except BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -223,6 +224,20 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
 
     default = settings.default or Rule(0, "--recompile-baseline-update")
     return replace(settings, mode="report-only", default=default, baseline_update=True)
+
+
+def _trace_dir(config: pytest.Config) -> str | None:
+    """--recompile-trace=DIR / recompile_trace: a directory (created when a test breaks the
+    gate), absolute, so that a test that changes the working directory does not move it."""
+    folder, source = _path_option(config, "trace")
+    if folder is None:
+        return None
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise pytest.UsageError(
+            f"{PREFIX} {source}: {folder} is a file; expected a directory (created if "
+            "missing) to keep the structured traces of the tests that break the gate in"
+        )
+    return os.path.abspath(folder)
 
 
 def _path_option(config: pytest.Config, name: str) -> tuple[str | None, str]:

@@ -69,6 +69,7 @@ def result_for_test(
         "order_note": None,  # kept for readers of version 5: a test sees what it would alone
         "processes": children,
         "divergence": divergence,
+        "trace": None,  # set where the trace is kept (traces.py)
     }
 
 

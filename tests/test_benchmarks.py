@@ -35,5 +35,6 @@ def test_benchmark_quick_mode_runs() -> None:
         "module-level, each test at one of 3 batch sizes",
         "child processes that compile",
         "child processes that do nothing",
+        "gated suite with --recompile-trace",
     ]
     assert "Added per gated test, median difference / tests:" in proc.stdout

@@ -519,6 +519,21 @@ def test_baseline(request: pytest.FixtureRequest, inner: Run, pytester: pytest.P
     assert_pasted(limit, gate.stdout.str())
 
 
+def test_keeping_a_trace(
+    request: pytest.FixtureRequest, inner: Run, pytester: pytest.Pytester
+) -> None:
+    (source,) = of(checked_blocks(request), "python")
+    (command,) = of(checked_blocks(request), "shell")
+    (failure,) = of(checked_blocks(request), "text")
+    write(pytester, source.lines[0].removeprefix("# "), source)
+    (args,) = (pytest_args(c) for c in command.commands)
+    result = inner(*args)
+    result.assert_outcomes(failed=1)
+    assert_pasted(failure, result.stdout.str())
+    (folder,) = (pytester.path / "traces").iterdir()
+    assert "compilation_metrics" in (folder / "torch_trace.log").read_text()
+
+
 def test_python_api(
     request: pytest.FixtureRequest,
     inner: Run,
