@@ -120,6 +120,14 @@ class Recorder:
             key=lambda code: code.co_name,
         )
 
+    def codes(self) -> list[tuple[CodeType, FunctionRecord]]:
+        """Each code object compiled (a function's, a resume frame's) with its record."""
+        return [(code, self._records[function]) for code, function in list(self._compiled)]
+
+    def owners(self) -> dict[CompileKey, FunctionRecord]:
+        """Each compile recorded (a reuse included), with its function's record."""
+        return dict(self._owner)
+
     def made_here(self, code: CodeType, compile_id: object) -> bool:
         """Whether this compile was recorded here (not, say, a wider fixture's)."""
         return compile_key(code, compile_id) in self._owner

@@ -136,7 +136,11 @@ def _max_guards(config: pytest.Config) -> Rule[int] | None:
     value: int | None = config.getoption("recompile_max_guards")
     if value is not None:
         return Rule(value, f"--recompile-max-guards={value}")
-    ini = str(config.getini("recompile_max_guards") or "").strip()
+    try:
+        raw: object = config.getini("recompile_max_guards")
+    except (pytest.UsageError, TypeError, ValueError) as exc:  # not an int nor a string
+        raise pytest.UsageError(f"{PREFIX} ini option recompile_max_guards: {exc}") from None
+    ini = str(raw if raw is not None else "").strip()  # an int 0 from [tool.pytest] too
     if not ini:
         return None
     try:

@@ -18,21 +18,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import replace
 from types import TracebackType
-from typing import Any
 
-from ._torch import caches, dynamic_state, entries, events, guard_tree, hooks, instruments, versions
+from ._torch import caches, entries, events, hooks, instruments, versions
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded
 from .errors import RecompileGateError as RecompileGateError  # its home until errors.py
-from .guard_cost import EntryGuards, entry_guards
-from .guards import InstalledGuard, installed_guard
+from .guards import InstalledGuard
 from .markers import Budget, Rule, check_count
 from .messages import warm_message, warm_refusal
 from .names import MODES
 from .recorder import Recorder, event_reasons
 from .results import CachesResult
 from .sites import call_frame
+from .trees import GuardTrees
 from .verdict import (
     FunctionRecord,
     GraphBreak,
@@ -83,9 +81,7 @@ class RecompileTracker(Recorder):
         self._lock = threading.RLock()
         self._stack = ExitStack()
         self._seconds: dict[events.CompileKey, float] = {}
-        # each entry's guard tree, read once: its manager, its function, its leaves
-        self._trees: dict[events.CompileKey, tuple[Any, FunctionRecord, list[InstalledGuard]]] = {}
-        self._metered: set[events.CompileKey] = set()  # entries with torch's guard metrics
+        self._trees = GuardTrees(self)  # each entry's guards, read once
         self._breaks: list[GraphBreak] = []
         self._breaks_mark = 0
         self._rearm: Callable[[], None] = lambda: None
@@ -162,7 +158,7 @@ class RecompileTracker(Recorder):
         with self._lock:
             self.rearm()
             self._observe()
-            self._read_trees()  # the entries compiled so far exist now; a reset may come
+            self._trees.read()  # the entries compiled so far exist now; a reset may come
             record, recompile = self.add(event, again=again)
             violations: list[Violation] = []
             # At a limit where torch raises itself, its exception reaches the user's code
@@ -173,7 +169,7 @@ class RecompileTracker(Recorder):
                 and (recompile is not None or event.limit is not None or self._forbids)
             ):
                 if self._forbids:
-                    self._inventory(record)
+                    record.guards = self._trees.installed(record)
                 violations = [
                     v
                     for v in judge(self.records, self.budget)
@@ -212,7 +208,7 @@ class RecompileTracker(Recorder):
     def pause(self) -> None:
         """Leave out what happens until :meth:`resume` (a wider fixture being set up)."""
         self._observe()
-        self._read_trees()
+        self._trees.read()
         self._paused = len(self.cudagraph_recordings)
         self._caches.pause()
 
@@ -243,63 +239,14 @@ class RecompileTracker(Recorder):
     def _forbids(self) -> bool:
         return self.budget is not None and bool(self.budget.forbidden)
 
-    def _read_trees(self) -> None:
-        """Read the guard tree of each cache entry made here that is not read yet (once per
-        entry: a tree does not change), and sum it up on its function's record."""
-        for code, function in list(self._compiled):
-            record = self._records[function]
-            for entry, manager in guard_tree.trees(code):
-                key = events.compile_key(code, entry)
-                if not self.made_here(code, entry):  # a wider fixture's
-                    continue
-                known = self._trees.get(key)
-                if known is not None and known[0] is manager:
-                    continue
-                leaves = [
-                    installed_guard(
-                        leaf.torch_kind, leaf.source, list(leaf.code_parts), entry, leaf.structural
-                    )
-                    for leaf in guard_tree.guard_leaves(manager)
-                ]
-                self._trees[key] = (manager, record, leaves)
-                record.entries[entry] = entry_guards(entry, leaves)
-
-    def _inventory(self, record: FunctionRecord) -> None:
-        """The guards installed on ``record``'s cache entries, from the trees read."""
-        self._read_trees()
-        record.guards = [
-            guard
-            for _, owner, leaves in self._trees.values()
-            if owner is record
-            for guard in leaves
-        ]
-
-    def _note_guard_metrics(self) -> None:
-        """torch's guard count and latency estimate of each entry made here; an entry whose
-        tree was gone (a reset) before it was read gets torch's count alone."""
-        wanted = [key for key in self._owner if key not in self._metered]
-        for key, (count, latency) in instruments.guard_metrics(wanted).items():
-            self._metered.add(key)
-            record, entry = self._owner[key], key[3]
-            known = record.entries.get(entry)
-            if known is not None:
-                record.entries[entry] = replace(known, torch_count=count, latency_us=latency)
-            elif count is not None:
-                record.entries[entry] = EntryGuards(
-                    entry, None, torch_count=count, latency_us=latency
-                )
-
     def _refresh(self) -> None:
         """Fill in cache entries, graph breaks, guards and compile seconds."""
         self._observe()
-        self._read_trees()
+        self._trees.read()
         for record in self._records.values():
             if self._forbids:
-                self._inventory(record)
-        self._note_guard_metrics()
-        for record in self._records.values():
-            if record.resized:
-                record.dynamic_sources = dynamic_state.dynamic_sources(self.compiled(record))
+                record.guards = self._trees.installed(record)
+        self._trees.note_metrics()
         if not self.active and self._seconds:
             self.note_seconds(self._seconds)
 
@@ -325,7 +272,7 @@ class RecompileTracker(Recorder):
         """
         result = {}
         for record in self._records.values():
-            self._inventory(record)
+            record.guards = self._trees.installed(record)
             result[record.qualname] = [
                 g for g in record.guards or () if framework or not g.framework
             ]

@@ -189,6 +189,7 @@ def test_limit_message_and_summary() -> None:
         "reused": 0,
         "saved_seconds": 0.0,
         "functions": [],
+        "processes": [],
         "isolation": "entries",
     }
     better = {
@@ -201,6 +202,7 @@ def test_limit_message_and_summary() -> None:
         "reused": 0,
         "saved_seconds": 0.0,
         "functions": [],
+        "processes": [],
         "isolation": "entries",
     }
     lines = terminal_lines([("t.py::b", better), ("t.py::a", failing)])
