@@ -2,7 +2,10 @@
 
 A baseline records, per test, the recompiles it makes today, so that a large suite can turn
 the gate on without fixing everything first: a test may not go above its baseline, and a
-test below it is reported so the file can be tightened.
+test below it is reported so the file can be tightened. Since version 2 it also records, per
+function, the guards of its largest cache entry and the guards on the user's Python values:
+a function may not gain guards, and a new guard on a value (a constant baked in) fails the
+test before it ever recompiles.
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ import os
 import stat
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # read at every start-up (settings): the types cost nothing at run time
+    from .markers import GuardBaseline
     from .results import BaselineDocument, BaselineTest, TestResult
 
 BASELINE_SCHEMA = "pytest-recompile/baseline"
-BASELINE_VERSION = 1
+BASELINE_VERSION = 2
+READS = (1, 2)  # version 1 has no guards
 UPDATE_HINT = "write one with --recompile-baseline-update"
 
 
@@ -27,8 +33,17 @@ class BaselineError(ValueError):
     """A baseline file that is missing, unreadable or not a baseline."""
 
 
-def read_baseline(path: str, where: str) -> dict[str, int]:
-    """nodeid -> recompiles; raises BaselineError, never returns an empty stand-in."""
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline file, read: per test, its recompiles (those that made some) and its
+    functions' guards."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    guards: dict[str, dict[str, GuardBaseline]] = field(default_factory=dict)
+
+
+def read_baseline(path: str, where: str) -> Baseline:
+    """The baseline at ``path``; raises BaselineError, never returns an empty stand-in."""
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -52,12 +67,12 @@ def read_baseline(path: str, where: str) -> dict[str, int]:
             f"{where}: {path} is not a pytest-recompile baseline (expected an object with "
             f'"schema": "{BASELINE_SCHEMA}" and "tests"); {UPDATE_HINT}'
         )
-    if data.get("version") != BASELINE_VERSION:
+    if data.get("version") not in READS:
         raise BaselineError(
             f"{where}: baseline {path} has version {data.get('version')!r}; this plugin reads "
-            f"version {BASELINE_VERSION}; {UPDATE_HINT}"
+            f"versions {', '.join(map(str, READS))}; {UPDATE_HINT}"
         )
-    counts: dict[str, int] = {}
+    found = Baseline()
     for nodeid, entry in data["tests"].items():
         count = entry.get("recompiles") if isinstance(entry, dict) else None
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
@@ -65,28 +80,61 @@ def read_baseline(path: str, where: str) -> dict[str, int]:
                 f"{where}: baseline {path}: test {nodeid!r} has no non-negative integer "
                 f'"recompiles"; {UPDATE_HINT}'
             )
-        counts[nodeid] = count
-    return counts
+        if count or data["version"] == 1:  # a test kept for its guards only: no budget
+            found.counts[nodeid] = count
+        guards = _guards(entry)
+        if guards is None:
+            raise BaselineError(
+                f'{where}: baseline {path}: test {nodeid!r} has malformed "guards" or '
+                f'"values"; {UPDATE_HINT}'
+            )
+        if guards:
+            found.guards[nodeid] = guards
+    return found
+
+
+def _guards(entry: dict[str, object]) -> dict[str, GuardBaseline] | None:
+    """A test's functions' guards (version 2), or None where they are malformed."""
+    counts, values = entry.get("guards", {}), entry.get("values", {})
+    if not isinstance(counts, dict) or not isinstance(values, dict):
+        return None
+    found: dict[str, GuardBaseline] = {}
+    for name, count in counts.items():
+        kept = values.get(name, [])
+        if isinstance(count, bool) or not isinstance(count, int) or not isinstance(kept, list):
+            return None
+        found[name] = (count, frozenset(str(v) for v in kept))
+    return found
 
 
 def baseline_document(results: Mapping[str, TestResult]) -> BaselineDocument:
     """The baseline of a run: every gated test that recompiled, with its counts (a budget
     applies to each process: the count of the process that recompiled most, and each
     function's most in one process)."""
+    from .guard_cost import entry_count
     from .tally import per_process
 
     tests: dict[str, BaselineTest] = {}
     for nodeid in sorted(results):
         data = results[nodeid]
-        if per_process(data):
-            functions: dict[str, int] = {}
-            for fns in [data["functions"], *(p["functions"] for p in data.get("processes", ()))]:
-                for f in fns:
-                    if f["recompiles"]:
-                        functions[f["qualname"]] = max(
-                            functions.get(f["qualname"], 0), len(f["recompiles"])
-                        )
-            tests[nodeid] = {"recompiles": per_process(data), "functions": functions}
+        functions: dict[str, int] = {}
+        guards: dict[str, int] = {}
+        values: dict[str, set[str]] = {}
+        for fns in [data["functions"], *(p["functions"] for p in data.get("processes", ()))]:
+            for f in fns:
+                name = f["qualname"]
+                if f["recompiles"]:
+                    functions[name] = max(functions.get(name, 0), len(f["recompiles"]))
+                for entry in f["entries"]:
+                    guards[name] = max(guards.get(name, 0), entry_count(entry))
+                    values.setdefault(name, set()).update(entry["values"])
+        if per_process(data) or guards:
+            tests[nodeid] = {
+                "recompiles": per_process(data),
+                "functions": functions,
+                "guards": guards,
+                "values": {name: sorted(found) for name, found in values.items()},
+            }
     return {"schema": BASELINE_SCHEMA, "version": BASELINE_VERSION, "tests": tests}
 
 

@@ -39,6 +39,7 @@ def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
         fullgraph_default=settings.fullgraph,
         baseline=Rule(recorded, "baseline") if recorded is not None else None,
         guards_default=settings.max_guards,
+        baseline_guards=settings.baseline_guards.get(item.nodeid),
     )
     item.stash[BUDGET_KEY] = budget
     item.stash[_FROM] = seen

@@ -26,6 +26,8 @@ from .names import (
 
 T = TypeVar("T")
 
+GuardBaseline = tuple[int, frozenset[str]]  # a function's most guards, its value guards
+
 
 class BudgetError(ValueError):
     """A budget value that is not a non-negative integer, or a malformed marker."""
@@ -70,6 +72,7 @@ class Budget:
     same_across_ranks: str | None = None  # where the rule came from (None: divergence reported)
     max_guards: Rule[int] | None = None  # guards of any one cache entry, every function
     guards_per_function: Mapping[str, Rule[int]] = field(default_factory=dict)
+    baseline_guards: Mapping[str, GuardBaseline] = field(default_factory=dict)  # by qualname
 
     def for_function(self, name: str, qualname: str) -> Rule[int] | None:
         found = self.per_function.get(qualname)
@@ -115,6 +118,8 @@ class Budget:
             f"at most {r.value} guards per entry of {fn} ({r.source})"
             for fn, r in self.guards_per_function.items()
         ]
+        if self.baseline_guards:
+            parts.append("no more guards than the baseline's, none new on a Python value")
         return "; ".join(parts) or "no cap"
 
     def to_json(self) -> dict[str, Any]:
@@ -139,6 +144,10 @@ class Budget:
             "same_across_ranks": self.same_across_ranks,
             "max_guards": rule(self.max_guards),
             "guards_per_function": {n: rule(r) for n, r in self.guards_per_function.items()},
+            "baseline_guards": {
+                name: [count, sorted(values)]
+                for name, (count, values) in self.baseline_guards.items()
+            },
         }
 
     @classmethod
@@ -163,6 +172,10 @@ class Budget:
             same_across_ranks=data["same_across_ranks"],
             max_guards=count(data["max_guards"]),
             guards_per_function={name: r for name, r in guards.items() if r is not None},
+            baseline_guards={
+                name: (int(count), frozenset(values))
+                for name, (count, values) in data["baseline_guards"].items()
+            },
         )
 
 
@@ -341,12 +354,15 @@ def choose_total(
     baseline: Rule[int] | None,
     fullgraph_default: str | None = None,
     guards_default: Rule[int] | None = None,
+    baseline_guards: Mapping[str, GuardBaseline] | None = None,
 ) -> Budget | None:
     """A test's budget: its own ``max_recompiles(n)``, else its baseline, else the default
-    (unless it opted out); the default ``max_guards`` unless it has its own; None when
-    nothing gates the test."""
+    (unless it opted out); the default ``max_guards`` unless it has its own; its baseline's
+    guards; None when nothing gates the test."""
     if rules.max_guards is None and guards_default is not None:
         rules = replace(rules, max_guards=guards_default)
+    if baseline_guards:
+        rules = replace(rules, baseline_guards=baseline_guards)
     budget: Budget | None = rules
     if rules.total is None:
         fallback = None if allowed else (baseline or default)
@@ -362,6 +378,7 @@ def choose_total(
             or rules.same_across_ranks
             or rules.max_guards
             or rules.guards_per_function
+            or rules.baseline_guards
         ):
             budget = None
     if budget is not None and fullgraph_default and budget.fullgraph is None:
@@ -377,8 +394,11 @@ def budget_from_marks(
     fullgraph_default: str | None = None,
     baseline: Rule[int] | None = None,
     guards_default: Rule[int] | None = None,
+    baseline_guards: Mapping[str, GuardBaseline] | None = None,
 ) -> Budget | None:
     """The rules of one test, or None when the test is not gated (see
     :func:`rules_from_marks` and :func:`choose_total`)."""
     rules, allowed = rules_from_marks(marks, where)
-    return choose_total(rules, allowed, default, baseline, fullgraph_default, guards_default)
+    return choose_total(
+        rules, allowed, default, baseline, fullgraph_default, guards_default, baseline_guards
+    )

@@ -94,6 +94,12 @@ def violation_message(v: Violation) -> str:
             f"'{fn}' cache entry [{v.entry.entry}] checks {v.used} guards on every call, "
             f"budget {v.allowed} ({v.source}): {kinds_text(v.entry)}"
         )
+    if v.kind == "new_guards":
+        return (
+            f"'{fn}' has {plural(v.used, 'guard')} on a Python value the baseline does not: "
+            f"{', '.join(v.values)}; a value newly baked into the graph recompiles when it "
+            "changes: pass it as a tensor, or accept it with --recompile-baseline-update"
+        )
     if v.kind == "graph_breaks":
         return f"{plural(v.used, 'graph break')}, budget {v.allowed} ({v.source})"
     if v.kind == "cudagraph_rerecords":

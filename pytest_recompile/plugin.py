@@ -335,7 +335,9 @@ class MarkerScan:
     def gated(self, items: list[pytest.Item], uses: bool) -> bool:
         """Whether some test is gated. Every test's budget is stashed on it (once) whenever the
         gate may run, so that one a plugin removed a marker from since is not gated."""
-        if next(marked(items), None) is None and not (self.settings.baseline_counts or uses):
+        if next(marked(items), None) is None and not (
+            self.settings.baseline_counts or self.settings.baseline_guards or uses
+        ):
             return False
         from .budgets import assign_budgets
 

@@ -18,6 +18,7 @@ RuleKind = Literal[
     "unexpected",
     "forbidden",
     "guards",
+    "new_guards",
     "graph_breaks",
     "fullgraph",
     "cudagraph_rerecords",
@@ -322,6 +323,8 @@ class BaselineTest(TypedDict):
 
     recompiles: int
     functions: dict[str, int]
+    guards: dict[str, int]  # each function's largest entry (version 2)
+    values: dict[str, list[str]]  # each function's guards on the user's values (version 2)
 
 
 class BaselineDocument(TypedDict):

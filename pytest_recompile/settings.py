@@ -15,7 +15,7 @@ from .names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
 
 # markers.py is imported where a value is parsed: a run that asks for nothing never loads it.
 if TYPE_CHECKING:
-    from .markers import Budget, Rule
+    from .markers import Budget, GuardBaseline, Rule
     from .testrun import TestRun
 
 SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
@@ -36,6 +36,8 @@ class Settings:
     github: bool = False  # GitHub Actions annotations and job summary
     baseline: str | None = None  # the baseline file
     baseline_counts: dict[str, int] = field(default_factory=dict)  # nodeid -> recompiles
+    # nodeid -> function -> its most guards and its guards on the user's values
+    baseline_guards: dict[str, dict[str, GuardBaseline]] = field(default_factory=dict)
     baseline_update: bool = False  # write the baseline from this run instead of comparing
     processes: bool = True  # record and judge compiles in the test's child processes
     max_guards: Rule[int] | None = None  # every gated test's guards per cache entry
@@ -215,8 +217,8 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
     if not update:
         if baseline is None:
             return settings
-        counts = read_baseline(baseline, f"{PREFIX} {baseline_from}")
-        return replace(settings, baseline_counts=counts)
+        found = read_baseline(baseline, f"{PREFIX} {baseline_from}")
+        return replace(settings, baseline_counts=found.counts, baseline_guards=found.guards)
     if baseline is None:
         raise BaselineError(
             f"{PREFIX} --recompile-baseline-update needs --recompile-baseline=PATH "

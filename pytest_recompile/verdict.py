@@ -161,6 +161,7 @@ class Violation:
     compiled: tuple[str, ...] = ()  # unknown_function: the qualnames the block compiled
     counted: tuple[FunctionRecord, ...] = ()  # total: the functions whose recompiles it counts
     entry: EntryGuards | None = None  # guards: the entry that checks the most
+    values: tuple[str, ...] = ()  # new_guards: "KIND source" of the guards the baseline lacks
 
 
 def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ...]:
@@ -221,6 +222,24 @@ def _function_violations(record: FunctionRecord, budget: Budget) -> list[Violati
     most = largest(record.entries.values())
     if cap is not None and most is not None and most.count > cap.value:
         found.append(Violation("guards", most.count, cap.value, cap.source, record, entry=most))
+    return found + _baseline_guards(record, budget, most)
+
+
+def _baseline_guards(
+    record: FunctionRecord, budget: Budget, most: EntryGuards | None
+) -> list[Violation]:
+    """More guards than the baseline recorded for the function, or a guard on a Python value
+    the baseline does not have (a constant newly baked in, before it ever recompiles)."""
+    recorded = budget.baseline_guards.get(record.qualname)
+    if recorded is None or most is None:
+        return []
+    count, values = recorded
+    found = []
+    if most.count > count:  # beside a max_guards of its own: the stricter fails
+        found.append(Violation("guards", most.count, count, "baseline", record, entry=most))
+    new = sorted({v for e in record.entries.values() for v in e.values} - values)
+    if new:
+        found.append(Violation("new_guards", len(new), 0, "baseline", record, values=tuple(new)))
     return found
 
 

@@ -447,3 +447,88 @@ def test_the_summary_ends_with_the_recompile_limit_the_run_needs(run) -> None:
     need = read_json("r.json")["recompile_limit"]
     assert need["suggested"] == 4
     assert need["functions"][0]["most_entries"] == 2
+
+
+BASELINED = """
+import os
+
+SCALE = 2.0
+
+@torch.compile(backend="eager")
+def scale(x):
+    if os.environ.get("BAKE"):  # a later change bakes a global into the graph
+        return x * SCALE
+    return x * 2
+
+def test_scale():
+    scale(torch.ones(3))
+
+def test_model():
+    layers = int(os.environ.get("LAYERS", "2"))
+    torch.compile(Stack(layers), backend="eager")(torch.randn(2, 8))
+"""
+
+
+def test_a_baseline_catches_new_guards_before_any_recompile_and_ratchets_down(
+    run, pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = LAYERS + BASELINED
+    base = pytester.path / "b.json"
+    run(source, "--recompile-baseline-update", f"--recompile-baseline={base}").assert_outcomes(
+        passed=2
+    )
+    tests = json.loads(base.read_text())["tests"]
+    assert tests["test_it.py::test_scale"]["recompiles"] == 0
+    two_layers = tests["test_it.py::test_model"]["guards"]["Stack.forward"]
+    assert "EQUALS_MATCH G['SCALE']" not in tests["test_it.py::test_scale"]["values"]["scale"]
+    run(source, f"--recompile-baseline={base}").assert_outcomes(passed=2)
+
+    # A constant newly baked in: the test fails on its first and only compile.
+    monkeypatch.setenv("BAKE", "1")
+    result = run(source, f"--recompile-baseline={base}", "-v")
+    assert outcomes(result) == {"test_scale": "failed", "test_model": "passed"}
+    result.stdout.fnmatch_lines(
+        [
+            "*'scale' has 1 guard on a Python value the baseline does not: EQUALS_MATCH "
+            "G[[]'SCALE'[]]; a value newly baked into the graph recompiles when it changes*"
+        ]
+    )
+    assert "recompile 1" not in result.stdout.str()
+    monkeypatch.delenv("BAKE")
+
+    # More layers, more guards than the baseline's.
+    monkeypatch.setenv("LAYERS", "3")
+    result = run(source, f"--recompile-baseline={base}", "-v")
+    assert outcomes(result) == {"test_scale": "passed", "test_model": "failed"}
+    result.stdout.fnmatch_lines(
+        [
+            "*'Stack.forward' cache entry * checks * guards on every call, "
+            f"budget {two_layers} (baseline)*"
+        ]
+    )
+
+    # The update ratchets down: fewer layers, a lower count, and the old one then fails.
+    monkeypatch.setenv("LAYERS", "1")
+    run(source, "--recompile-baseline-update", f"--recompile-baseline={base}").assert_outcomes(
+        passed=2
+    )
+    one_layer = json.loads(base.read_text())["tests"]["test_it.py::test_model"]["guards"]
+    assert one_layer["Stack.forward"] < two_layers
+    monkeypatch.setenv("LAYERS", "2")
+    result = run(source, f"--recompile-baseline={base}", "-v")
+    assert outcomes(result)["test_model"] == "failed"
+
+
+def test_a_version_1_baseline_is_still_read(run, pytester) -> None:
+    base = pytester.path / "b.json"
+    base.write_text(
+        json.dumps(
+            {
+                "schema": "pytest-recompile/baseline",
+                "version": 1,
+                "tests": {"test_it.py::test_scale": {"recompiles": 0, "functions": {}}},
+            }
+        )
+    )
+    result = run(LAYERS + BASELINED, f"--recompile-baseline={base}")
+    result.assert_outcomes(passed=2)
