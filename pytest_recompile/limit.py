@@ -45,7 +45,9 @@ def limit_need(
     is above it and unknown)."""
     most: dict[tuple[str, str, int], LimitNeed] = {}
     hit: list[str] = []
+    partial = False
     for where, fn in _held(results, fixtures):
+        partial = partial or any(r["stopped"] for r in fn["recompiles"])
         key = (fn["qualname"], fn["file"], fn["line"])
         if fn["recompile_limit"] and fn["qualname"] not in hit:
             hit.append(fn["qualname"])
@@ -64,6 +66,7 @@ def limit_need(
         "suggested": max(1, HEADROOM * top),
         "functions": functions,
         "hit": sorted(hit),
+        "partial": partial,
     }
 
 
@@ -80,6 +83,11 @@ def limit_line(need: LimitResult, root: str | None = None) -> str | None:
         f" ({top['qualname']} {at}, in {top['where']}); recompile_limit = {need['suggested']} "
         f"holds this run with {HEADROOM}x headroom (torch's default is 8)"
     )
+    if need["partial"]:
+        line += (
+            "; fail-fast stopped recompiles before they made entries: measure with "
+            "--recompile-mode=report-only"
+        )
     if need["hit"]:
         whose = "its" if len(need["hit"]) == 1 else "their"
         line += (

@@ -144,10 +144,7 @@ class Budget:
             "same_across_ranks": self.same_across_ranks,
             "max_guards": rule(self.max_guards),
             "guards_per_function": {n: rule(r) for n, r in self.guards_per_function.items()},
-            "baseline_guards": {
-                name: [count, sorted(values)]
-                for name, (count, values) in self.baseline_guards.items()
-            },
+            "baseline_guards": {n: [c, sorted(v)] for n, (c, v) in self.baseline_guards.items()},
         }
 
     @classmethod
@@ -158,11 +155,13 @@ class Budget:
         def kinds(found: list[Any] | None) -> Rule[frozenset[str]] | None:
             return Rule(frozenset(found[0]), str(found[1])) if found is not None else None
 
-        per_function = {name: count(r) for name, r in data["per_function"].items()}
-        guards = {name: count(r) for name, r in data["guards_per_function"].items()}
+        def named(rules: Mapping[str, list[Any]]) -> dict[str, Rule[int]]:
+            return {name: Rule(int(r[0]), str(r[1])) for name, r in rules.items()}
+
+        kept = data["baseline_guards"]
         return cls(
             total=count(data["total"]),
-            per_function={name: r for name, r in per_function.items() if r is not None},
+            per_function=named(data["per_function"]),
             total_counts_named=bool(data["total_counts_named"]),
             expect=kinds(data["expect"]),
             forbid=kinds(data["forbid"]),
@@ -171,11 +170,8 @@ class Budget:
             max_cudagraph_rerecords=count(data["max_cudagraph_rerecords"]),
             same_across_ranks=data["same_across_ranks"],
             max_guards=count(data["max_guards"]),
-            guards_per_function={name: r for name, r in guards.items() if r is not None},
-            baseline_guards={
-                name: (int(count), frozenset(values))
-                for name, (count, values) in data["baseline_guards"].items()
-            },
+            guards_per_function=named(data["guards_per_function"]),
+            baseline_guards={n: (int(c), frozenset(v)) for n, (c, v) in kept.items()},
         )
 
 

@@ -298,6 +298,7 @@ class LimitResult(TypedDict):
     suggested: int  # holds every function's most entries with 2x headroom
     functions: list[LimitNeed]  # most entries first
     hit: list[str]  # functions that hit the limit: their need is above it
+    partial: bool  # fail-fast stopped recompiles: the entries they would have made are missing
 
 
 class ReportDocument(TypedDict):

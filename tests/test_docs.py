@@ -548,3 +548,16 @@ def test_python_api(
     path = write(pytester, "example.py", script)
     runpy.run_path(str(path), run_name="__main__")
     assert_pasted(printed, capsys.readouterr().out, torch_wording=True)
+
+
+def test_guard_cost_page(
+    request: pytest.FixtureRequest, inner: Run, pytester: pytest.Pytester
+) -> None:
+    (source,) = of(checked_blocks(request), "python")
+    (pasted,) = of(checked_blocks(request), "text")
+    write(pytester, "test_model.py", source)
+    result = inner()
+    result.assert_outcomes(failed=1, passed=2)
+    # The counts are torch's trees: compared on the release the paste was taken on.
+    assert_pasted(pasted, result.stdout.str(), torch_wording=True)
+    result.stdout.fnmatch_lines(["*checks * guards on every call, budget 300 (@max_guards(300))*"])

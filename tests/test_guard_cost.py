@@ -399,6 +399,7 @@ def test_a_size_recompile_gets_mark_dynamic_and_torchs_dynamic_sources(run) -> N
 
 def _fn(name: str, entries: int, limit: bool = False) -> dict[str, object]:
     return {
+        "recompiles": [],
         "qualname": name,
         "file": f"/repo/{name}.py",
         "line": 1,
@@ -447,6 +448,16 @@ def test_the_summary_ends_with_the_recompile_limit_the_run_needs(run) -> None:
     need = read_json("r.json")["recompile_limit"]
     assert need["suggested"] == 4
     assert need["functions"][0]["most_entries"] == 2
+    assert need["partial"] is False
+    # Fail-fast stops the recompile before it makes its entry: the line says to measure.
+    result = run(SIZES, "--recompile-report=r.json")
+    result.stdout.fnmatch_lines(
+        [
+            "recompile_limit: one function held at most 1 cache entry *; fail-fast stopped "
+            "recompiles before they made entries: measure with --recompile-mode=report-only"
+        ]
+    )
+    assert read_json("r.json")["recompile_limit"]["partial"] is True
 
 
 BASELINED = """
