@@ -502,9 +502,17 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=None, help="repetitions per variant")
     parser.add_argument(
         "--only",
-        choices=["children", "isolation", "trace"],
+        choices=["children", "isolation", "trace", "guards"],
         default=None,
-        help="run benchmarks 8 and 9 (children), 6, 7, 10 and 11 (isolation) or 12 (trace) alone",
+        help="run benchmarks 8 and 9 (children), 6, 7, 10 and 11 (isolation), 12 (trace) or "
+        "13 (guards, with --base) alone",
+    )
+    parser.add_argument(
+        "--base",
+        default=None,
+        metavar="REV",
+        help="benchmark 13: the git revision to compare with, checked out beside (e.g. the "
+        "last commit before guard reporting)",
     )
     args = parser.parse_args()
     quick = args.quick
@@ -546,6 +554,16 @@ def main() -> int:
         write_children_suite(dirs["children"], 1 if quick else reps, 20)
         if args.only == "trace":
             results = [trace_benchmark(dirs["gated"], sizes, reps)]
+            print_table(results, reps, quick)
+            return 0 if quick or all(r.met for r in results) else 1
+        if args.only == "guards":
+            if args.base is None:
+                raise SystemExit("--only guards needs --base REV, the revision to compare with")
+            deep = root / "deep"
+            deep.mkdir()
+            (deep / "launcher.py").write_text(LAUNCHER)
+            write_deep_suite(deep, 4 if quick else 20, 24)
+            results = guard_benchmarks(dirs["gated"], deep, sizes, reps, args.base, root)
             print_table(results, reps, quick)
             return 0 if quick or all(r.met for r in results) else 1
         if args.only == "isolation":
@@ -683,6 +701,81 @@ def trace_benchmark(gated: Path, sizes: dict[str, int], reps: int) -> Result:
         "calls, eager, every test passes", "--recompile-budget", "and --recompile-trace=DIR",
         [r.seconds for r in a], [r.seconds for r in b], 1.10,
     )  # fmt: skip
+
+
+def write_deep_suite(root: Path, tests: int, layers: int) -> None:
+    """Tests that each compile a model of ``layers`` blocks: large guard trees to read."""
+    (root / "test_deep.py").write_text(
+        textwrap.dedent(
+            f"""
+            import pytest
+            import torch
+
+            class Block(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.linear = torch.nn.Linear(8, 8)
+
+                def forward(self, x):
+                    return torch.relu(self.linear(x))
+
+            class Decoder(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = torch.nn.ModuleList(Block() for _ in range({layers}))
+
+                def forward(self, x):
+                    for block in self.blocks:
+                        x = block(x)
+                    return x
+
+            @pytest.mark.parametrize("n", range({tests}))
+            def test_deep(n):
+                model = torch.compile(Decoder(), backend="eager")
+                for _ in range(10):
+                    model(torch.randn(4, 8))
+            """
+        )
+    )
+
+
+def guard_benchmarks(
+    gated: Path, deep: Path, sizes: dict[str, int], reps: int, base: str, root: Path
+) -> list[Result]:
+    """Benchmark 13: the plugin at ``base`` (A, checked out beside) and now (B), both gating:
+    what reading every entry's guard tree (and the rest of what came since) costs."""
+    checkout = root / "base"
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", str(checkout), base],
+        cwd=Path(__file__).parent, check=True, capture_output=True,
+    )  # fmt: skip
+    try:
+        then = {"PYTHONPATH": str(checkout)}
+        results = []
+        for where, args, name in (
+            (gated, [*QUIET, "test_gated.py", "--recompile-budget"],
+             f"gated suite: {sizes['gated_tests']} tests x {sizes['calls']} calls, eager"),
+            (deep, [*QUIET, "test_deep.py", "--recompile-budget"],
+             "deep models: each test compiles a 24-block model (about 300 guards), eager"),
+        ):  # fmt: skip
+            print(f"13 guards: {name} ({reps} x 2 runs)", file=sys.stderr)
+            run_pytest(where, args, env=then)  # warm caches
+            a, b = interleaved(
+                reps,
+                lambda w=where, g=args: run_pytest(w, g, env=then),
+                lambda w=where, g=args: run_pytest(w, g),
+            )
+            assert all(r.rc == 0 for r in a + b), "the suite must pass"
+            results.append(
+                Result(f"{name}, guard reporting (then: {base})", f"plugin at {base}",
+                       "plugin now", [r.seconds for r in a], [r.seconds for r in b], 1.05)
+            )  # fmt: skip
+        return results
+    finally:
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(checkout)],
+            cwd=Path(__file__).parent, check=False, capture_output=True,
+        )  # fmt: skip
 
 
 MODEL_SUITES = {
