@@ -104,52 +104,41 @@ class Settings:
 
 def _default_budget(config: pytest.Config) -> Rule[int] | None:
     """--recompile-budget=N, else the ini option recompile_budget, else None."""
-    value: int | None = config.getoption("recompile_budget")
-    if value is not None:
-        from .markers import Rule
-
-        return Rule(value, f"--recompile-budget={value}")
-    try:
-        raw: object = config.getini("recompile_budget")
-    except (pytest.UsageError, TypeError, ValueError) as exc:  # not an int nor a string
-        upgrade = (
-            ""
-            if pytest.version_tuple >= (9, 2)
-            else '; this pytest reads it as a string only: write recompile_budget = "1", '
-            "or use pytest 9.2 or newer"
-        )
-        raise pytest.UsageError(f"{PREFIX} ini option recompile_budget: {exc}{upgrade}") from None
-    ini = str(raw if raw is not None else "").strip()  # an int from [tool.pytest] too
-    if ini == "":
-        return None
-    from .markers import BudgetError, Rule, parse_count_text
-
-    try:
-        value = parse_count_text(ini, f"{PREFIX} ini option recompile_budget")
-    except BudgetError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    return Rule(value, f"recompile_budget={value} (ini)")
+    return _count_option(config, "budget")
 
 
 def _max_guards(config: pytest.Config) -> Rule[int] | None:
     """--recompile-max-guards=N, else the ini option recompile_max_guards, else None."""
+    return _count_option(config, "max_guards")
+
+
+def _count_option(config: pytest.Config, name: str) -> Rule[int] | None:
+    """--recompile-NAME=N (argparse checked it), else its ini twin recompile_NAME, an int or a
+    string (see :func:`pytest_recompile.options.add_int_ini`), checked here; else None."""
     from .markers import BudgetError, Rule, parse_count_text
 
-    value: int | None = config.getoption("recompile_max_guards")
+    ini_name, flag = f"recompile_{name}", f"--recompile-{name.replace('_', '-')}"
+    value: int | None = config.getoption(ini_name)
     if value is not None:
-        return Rule(value, f"--recompile-max-guards={value}")
+        return Rule(value, f"{flag}={value}")
     try:
-        raw: object = config.getini("recompile_max_guards")
+        raw: object = config.getini(ini_name)
     except (pytest.UsageError, TypeError, ValueError) as exc:  # not an int nor a string
-        raise pytest.UsageError(f"{PREFIX} ini option recompile_max_guards: {exc}") from None
-    ini = str(raw if raw is not None else "").strip()  # an int 0 from [tool.pytest] too
-    if not ini:
+        upgrade = (
+            ""
+            if pytest.version_tuple >= (9, 2)
+            else f'; this pytest reads it as a string only: write {ini_name} = "1", '
+            "or use pytest 9.2 or newer"
+        )
+        raise pytest.UsageError(f"{PREFIX} ini option {ini_name}: {exc}{upgrade}") from None
+    ini = str(raw if raw is not None else "").strip()  # an int from [tool.pytest] too, 0 included
+    if ini == "":
         return None
     try:
-        value = parse_count_text(ini, f"{PREFIX} ini option recompile_max_guards")
+        value = parse_count_text(ini, f"{PREFIX} ini option {ini_name}")
     except BudgetError as exc:
         raise pytest.UsageError(str(exc)) from None
-    return Rule(value, f"recompile_max_guards={value} (ini)")
+    return Rule(value, f"{ini_name}={value} (ini)")
 
 
 DURATIONS_EXPECTED = "expected a whole number of entries to list, 0 for all (as --durations)"

@@ -295,22 +295,13 @@ def test_junit_properties_and_markdown_carry_the_largest_entry(run, pytester) ->
     assert "| `test_it.py::test_add` | — |" in markdown  # the broken rule, with its message
 
 
-CHILD = """
-import subprocess, sys, textwrap
+DEEP = "import torch\n" + LAYERS + 'torch.compile(Stack(40), backend="eager")(torch.randn(4, 8))\n'
+
+CHILD = f"""
+import subprocess, sys
 import pytest
 
-DEEP = textwrap.dedent('''
-    import torch
-    class Stack(torch.nn.Module):
-        def __init__(self, n):
-            super().__init__()
-            self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(n))
-        def forward(self, x):
-            for layer in self.layers:
-                x = layer(x)
-            return x
-    torch.compile(Stack(40), backend="eager")(torch.randn(4, 8))
-''')
+DEEP = {DEEP!r}
 
 @pytest.mark.max_guards(300)
 def test_deep_in_a_child():
