@@ -116,7 +116,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group,
         parser,
         "baseline",
-        "compare each test with its recorded recompiles in PATH: above fails, below is reported.",
+        "compare each test with its recorded recompiles and guards in PATH: more fails, fewer "
+        "recompiles are reported.",
     )
     add_path_option(
         group,
