@@ -215,3 +215,19 @@ def test_a_fixture_s_recompile_in_set_up_names_the_trace(run, pytester: pytest.P
     shown = os.path.join("traces", folder_name("test_it.py::test_uses"))
     result.stdout.fnmatch_lines(["*ERROR at setup of test_uses*", trace_line(shown)])
     assert "dynamo_start" in (pytester.path / shown / TRACE_FILE).read_text()
+
+
+@pytest.mark.slow
+def test_under_xdist_each_worker_keeps_its_own_tests_traces(pytester: pytest.Pytester) -> None:
+    """Two workers, one failing test each side of a passing one: the folders are the same as
+    in a serial run, and each failure names its own."""
+    pytester.makepyfile(test_it="import pytest\nimport torch\n" + OVER_AND_UNDER + OWN_FAILURE)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "no:randomly", "--recompile-budget", "--recompile-trace=traces"
+    )
+    result.assert_outcomes(failed=2, passed=1)
+    names = [folder_name(f"test_it.py::{test}") for test in ("test_over", "test_raises")]
+    assert kept(pytester.path / "traces") == sorted(names)
+    for name in names:
+        assert (pytester.path / "traces" / name / TRACE_FILE).stat().st_size > 0
+        result.stdout.fnmatch_lines([f"*trace: traces/{name}*"])
