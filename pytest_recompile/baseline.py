@@ -86,7 +86,8 @@ def read_baseline(path: str, where: str) -> Baseline:
         if guards is None:
             raise BaselineError(
                 f'{where}: baseline {path}: test {nodeid!r} has malformed "guards" or '
-                f'"values"; {UPDATE_HINT}'
+                '"values" (expected {"function": a non-negative integer} and '
+                f'{{"function": ["KIND source", ...]}}); {UPDATE_HINT}'
             )
         if guards:
             found.guards[nodeid] = guards
@@ -101,9 +102,11 @@ def _guards(entry: dict[str, object]) -> dict[str, GuardBaseline] | None:
     found: dict[str, GuardBaseline] = {}
     for name, count in counts.items():
         kept = values.get(name, [])
-        if isinstance(count, bool) or not isinstance(count, int) or not isinstance(kept, list):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             return None
-        found[name] = (count, frozenset(str(v) for v in kept))
+        if not isinstance(kept, list) or not all(isinstance(v, str) for v in kept):
+            return None
+        found[name] = (count, frozenset(kept))
     return found
 
 
@@ -111,7 +114,6 @@ def baseline_document(results: Mapping[str, TestResult]) -> BaselineDocument:
     """The baseline of a run: every gated test that recompiled, with its counts (a budget
     applies to each process: the count of the process that recompiled most, and each
     function's most in one process)."""
-    from .guard_cost import entry_count
     from .tally import per_process
 
     tests: dict[str, BaselineTest] = {}
@@ -126,7 +128,8 @@ def baseline_document(results: Mapping[str, TestResult]) -> BaselineDocument:
                 if f["recompiles"]:
                     functions[name] = max(functions.get(name, 0), len(f["recompiles"]))
                 for entry in f["entries"]:
-                    guards[name] = max(guards.get(name, 0), entry_count(entry))
+                    if entry["guards"] is not None:  # a tree's count, never torch's instead
+                        guards[name] = max(guards.get(name, 0), entry["guards"])
                     values.setdefault(name, set()).update(entry["values"])
         if per_process(data) or guards:
             tests[nodeid] = {

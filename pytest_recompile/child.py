@@ -109,6 +109,14 @@ class ChildRecorder:
         self.callbacks = instruments.block_callbacks(self.on_end)
         self.callbacks.__enter__()
         atexit.register(self.at_exit)
+        # A multiprocessing child started by fork leaves through os._exit: no atexit, but its
+        # finalizers run, and its last compile's guard tree is read there (a second call is a
+        # no-op). Its start clears the finalizers the fork copied, then runs the after-fork
+        # hooks: the finalizer is registered from one.
+        import multiprocessing.util
+
+        multiprocessing.util.Finalize(None, self.at_exit, exitpriority=10)
+        multiprocessing.util.register_after_fork(self, ChildRecorder._finalize_at_exit)
 
     # -- owner ----------------------------------------------------------------------------------
 
@@ -210,6 +218,11 @@ class ChildRecorder:
         self._write(token, state, tracker=tracker)
         if self.token == token:
             self.token = None
+
+    def _finalize_at_exit(self) -> None:
+        import multiprocessing.util
+
+        multiprocessing.util.Finalize(None, self.at_exit, exitpriority=10)
 
     def at_exit(self) -> None:
         if os.getpid() != self.pid:

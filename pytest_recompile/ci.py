@@ -123,7 +123,7 @@ def _broken_rows(results: Results, root: str) -> list[str]:
             )
         # a warm block, graph breaks, CUDA-graph re-records: no function; too many guards
         for v in data["violations"]:
-            if not offenders or v["kind"] == "guards":
+            if not offenders or v["kind"] in ("guards", "new_guards"):
                 rows.append(
                     f"| {_code(nodeid)} | — | {data['recompiles']} | {_cell(_rules(data))} | "
                     f"{_cell(v['kind'])} | {_cell(v['message'])} | "

@@ -245,7 +245,7 @@ class Gate(WiderFixtures):
         if budget is not None:
             tracker = RecompileTracker(
                 budget, mode=self.settings.mode, reset=False, warm_start=True, listen=False
-            )
+            ).share_faults(self.faults)
             run.verdict = TestVerdict(tracker.start())
             run.start_state = instruments.compile_state()
             run.token = self.children.announce("test", item.nodeid, budget, tracker.mode)

@@ -52,12 +52,12 @@ def limit_need(
         if fn["recompile_limit"] and fn["qualname"] not in hit:
             hit.append(fn["qualname"])
         known = most.get(key)
-        if known is None or fn["cache_entries"] > known["most_entries"]:
+        if known is None or fn["code_entries"] > known["most_entries"]:
             most[key] = {
                 "qualname": fn["qualname"],
                 "file": fn["file"],
                 "line": fn["line"],
-                "most_entries": fn["cache_entries"],
+                "most_entries": fn["code_entries"],  # per code object, as the limit counts
                 "where": where,
             }
     functions = sorted(most.values(), key=lambda n: (-n["most_entries"], n["qualname"]))

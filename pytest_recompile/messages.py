@@ -90,13 +90,16 @@ def violation_message(v: Violation) -> str:
             f"({v.source}): {v.guards[0].text}"
         )
     if v.kind == "guards" and v.entry is not None:
+        accept = (
+            "; or accept them with --recompile-baseline-update" if v.source == "baseline" else ""
+        )
         return (
             f"'{fn}' cache entry [{v.entry.entry}] checks {v.used} guards on every call, "
-            f"budget {v.allowed} ({v.source}): {kinds_text(v.entry)}"
+            f"budget {v.allowed} ({v.source}): {kinds_text(v.entry)}{accept}"
         )
     if v.kind == "new_guards":
         return (
-            f"'{fn}' has {plural(v.used, 'guard')} on a Python value the baseline does not: "
+            f"'{fn}' has {plural(v.used, 'guard')} on a Python value the baseline does not have: "
             f"{', '.join(v.values)}; a value newly baked into the graph recompiles when it "
             "changes: pass it as a tensor, or accept it with --recompile-baseline-update"
         )

@@ -137,7 +137,9 @@ class Recorder:
         most: dict[int, int] = {}
         for code, function in self._compiled:
             record = self._records[function]
-            most[id(record)] = most.get(id(record), 0) + count(code)
+            held = count(code)
+            most[id(record)] = most.get(id(record), 0) + held
+            record.code_entries = max(record.code_entries, held)  # what recompile_limit caps
         for record in self._records.values():
             record.cache_entries = max(record.cache_entries, most.get(id(record), 0))
 

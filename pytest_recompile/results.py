@@ -89,6 +89,7 @@ class FunctionResult(TypedDict):
     compiles: int
     recompiles: list[RecompileResult]
     cache_entries: int
+    code_entries: int  # the most one of its code objects held: what recompile_limit caps
     compile_seconds: float
     first_compile_seconds: float  # compile_seconds less recompile_seconds
     again_seconds: float

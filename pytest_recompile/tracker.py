@@ -23,6 +23,7 @@ from types import TracebackType
 from ._torch import caches, entries, events, hooks, instruments, versions
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded
 from .errors import RecompileGateError as RecompileGateError  # its home until errors.py
+from .faults import Faults
 from .guards import InstalledGuard
 from .markers import Budget, Rule, check_count
 from .messages import warm_message, warm_refusal
@@ -81,7 +82,8 @@ class RecompileTracker(Recorder):
         self._lock = threading.RLock()
         self._stack = ExitStack()
         self._seconds: dict[events.CompileKey, float] = {}
-        self._trees = GuardTrees(self)  # each entry's guards, read once
+        self.faults = Faults()  # what it contained (the gate shares its own: named once)
+        self._trees = GuardTrees(self, self.faults)  # each entry's guards, read once
         self._breaks: list[GraphBreak] = []
         self._breaks_mark = 0
         self._rearm: Callable[[], None] = lambda: None
@@ -137,11 +139,18 @@ class RecompileTracker(Recorder):
             self.fullgraph_break = instruments.graph_break_error(exc) or self.fullgraph_break
         return self.fullgraph_break
 
+    def share_faults(self, faults: Faults) -> RecompileTracker:
+        """Name what this tracker contains in ``faults`` (the gate's), once for the run."""
+        self.faults = self._trees.faults = faults
+        return self
+
     def stop(self) -> None:
         """Stop recording and restore what was changed; safe to call twice."""
         if not self.active:
             return
         self._observe()
+        self._trees.read()
+        self._trees.note_metrics()  # while torch still keeps every compile's metrics
         self.active = False
         try:
             self._stack.close()
@@ -173,7 +182,8 @@ class RecompileTracker(Recorder):
                 violations = [
                     v
                     for v in judge(self.records, self.budget)
-                    if (v.function is None or v.function is record) and v.kind != "guards"
+                    if (v.function is None or v.function is record)
+                    and v.kind not in ("guards", "new_guards")  # judged at the phase's end
                 ]
             if not violations:
                 self.let_through(record, recompile)

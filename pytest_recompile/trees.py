@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._torch import dynamic_state, events, guard_tree, instruments
+from .faults import Faults
 from .guard_cost import EntryGuards, entry_guards
 from .guards import InstalledGuard, installed_guard
 from .recorder import Recorder
@@ -16,8 +17,9 @@ from .verdict import FunctionRecord
 class GuardTrees:
     """The guard trees of the entries ``recorder`` made (not a wider fixture's)."""
 
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, faults: Faults) -> None:
         self.recorder = recorder
+        self.faults = faults  # a tree this torch builds otherwise is named there, once
         # each entry read: its manager (to see a new one after a reset), function, leaves
         self._read: dict[events.CompileKey, tuple[Any, FunctionRecord, list[InstalledGuard]]] = {}
         self._metered: set[events.CompileKey] = set()  # entries with torch's guard metrics
@@ -25,19 +27,32 @@ class GuardTrees:
     def read(self) -> None:
         """Read the tree of each entry made here not read yet: before the next compile, a
         pause or the block's end (a reset, say in a Dynamo TestCase's tearDown, takes it)."""
-        recorder = self.recorder
-        for code, record in recorder.codes():
+        owners = self.recorder.owners()
+        for code, record in self.recorder.codes():
             for entry, manager in guard_tree.trees(code):
                 key = events.compile_key(code, entry)
                 known = self._read.get(key)
-                if not recorder.made_here(code, entry) or (known and known[0] is manager):
+                # made here (not a wider fixture's), for this function: a code object torch
+                # shares (its wrapper of modules and partials) holds other functions' entries
+                if owners.get(key) is not record or (known and known[0] is manager):
                     continue
-                leaves = [
-                    installed_guard(
-                        leaf.torch_kind, leaf.source, list(leaf.code_parts), entry, leaf.structural
+                try:
+                    leaves = [
+                        installed_guard(
+                            leaf.torch_kind,
+                            leaf.source,
+                            list(leaf.code_parts),
+                            entry,
+                            leaf.structural,
+                        )
+                        for leaf in guard_tree.guard_leaves(manager)
+                    ]
+                except Exception as exc:  # a tree built otherwise: torch's count stands in
+                    self.faults.add(
+                        f"guard counts: a guard tree could not be read ({type(exc).__name__}: "
+                        f"{exc}); such entries get torch's guard_count"
                     )
-                    for leaf in guard_tree.guard_leaves(manager)
-                ]
+                    continue
                 self._read[key] = (manager, record, leaves)
                 record.entries[entry] = entry_guards(entry, leaves)
 
@@ -54,7 +69,12 @@ class GuardTrees:
         recompiled for a size, the sources torch's automatic dynamic now compiles dynamic."""
         owners = self.recorder.owners()
         wanted = [key for key in owners if key not in self._metered]
-        for key, (count, latency) in instruments.guard_metrics(wanted).items():
+        try:
+            metrics = instruments.guard_metrics(wanted)
+        except Exception as exc:  # metrics this torch words otherwise: the trees' counts stand
+            self.faults.add(f"guard counts: torch's metrics unread ({type(exc).__name__}: {exc})")
+            metrics = {}
+        for key, (count, latency) in metrics.items():
             self._metered.add(key)
             record, entry = owners[key], key[3]
             known = record.entries.get(entry)

@@ -53,7 +53,9 @@ class WiderFixtures:
         """A wider fixture's set-up: recorded under the fixture, charged to no test."""
         owner = Owner("fixture", fixturedef.argname, fixturedef.scope, request.node.nodeid)
         alive = self.threads.alive()
-        tracker = RecompileTracker(mode="report-only", reset=False, warm_start=True, listen=False)
+        tracker = RecompileTracker(
+            mode="report-only", reset=False, warm_start=True, listen=False
+        ).share_faults(self.faults)
         running = self.running_tracker
         if running is not None:
             running.pause()

@@ -69,11 +69,14 @@ def _keys_of(code: CodeType, state: Any) -> list[Any]:
     plain = pgo.CodeId.make(code)
     if not code.co_freevars:
         return [plain] if plain in state else []
-    return [
-        k
-        for k in state
-        if (k.file_hash, k.firstlineno, k.name) == (plain.file_hash, plain.firstlineno, plain.name)
-    ]
+    return [k for k in state if _place(k) == _place(plain)]
+
+
+def _place(key: Any) -> tuple[Any, ...]:
+    """Where a code id's code is: its file (a hash of it since 2.8, its name before), first
+    line and name; the closure it was made for left out."""
+    where = getattr(key, "file_hash", None) or getattr(key, "filename", None)
+    return (where, getattr(key, "firstlineno", None), getattr(key, "name", None))
 
 
 def state_of(code: CodeType) -> dict[Any, Any]:
@@ -127,15 +130,28 @@ def dynamic_sources(codes: list[CodeType]) -> list[str]:
     first compile, as torch's own ``pgo`` suggests it."""
     pgo = _pgo()
     state = code_state()
-    if pgo is None or not state:
-        return []
     token = getattr(getattr(pgo, "AutoDynamic", None), "token", None)
+    if token is None or not state or not _reads_dynamic_sources():
+        return []
     found: list[str] = []
-    for code in codes:
-        for key in _keys_of(code, state):
-            for source, frame in state[key].automatic_dynamic.items():
-                size, scalar = getattr(frame, "size", None), getattr(frame, "scalar", None)
-                dynamic = token in size if isinstance(size, tuple) else scalar is token
-                if token is not None and dynamic and source not in found:
-                    found.append(str(source))
+    try:
+        for code in codes:
+            for key in _keys_of(code, state):
+                for source, frame in state[key].automatic_dynamic.items():
+                    size, scalar = getattr(frame, "size", None), getattr(frame, "scalar", None)
+                    dynamic = token in size if isinstance(size, tuple) else scalar is token
+                    if dynamic and source not in found:
+                        found.append(str(source))
+    except Exception:  # a torch that keeps this state otherwise: no suggestion, never an error
+        return []
     return found
+
+
+def _reads_dynamic_sources() -> bool:
+    """Whether this torch reads ``TORCH_COMPILE_DYNAMIC_SOURCES`` (its compiler config's
+    ``dynamic_sources``): only then is it worth suggesting."""
+    try:
+        import torch.compiler.config as compiler_config
+    except ImportError:
+        return False
+    return hasattr(compiler_config, "dynamic_sources")

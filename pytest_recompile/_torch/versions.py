@@ -231,8 +231,25 @@ def has_compile_metrics() -> bool:
     )
 
 
+@functools.cache
+def reads_dict_guards() -> bool:
+    """A dict torch iterated keeps its key and value guards apart in the guard tree
+    (``DictGuardManager.get_key_value_managers``): the guard walk reads them there."""
+    try:
+        from torch._C._dynamo.guards import DictGuardManager
+    except ImportError:
+        return False
+    return hasattr(DictGuardManager, "get_key_value_managers")
+
+
 # What each optional feature's absence costs, in the words of the summary line.
 DEGRADED = (
+    (
+        reads_dict_guards,
+        "guard counts: this torch's guard trees do not list the guards under a dict it "
+        "iterated (DictGuardManager.get_key_value_managers); a ModuleList's layers are left "
+        "out of max_guards counts and forbid_guards",
+    ),
     (
         can_error_on_graph_break,
         "fullgraph: this torch cannot stop a compile at a graph break (torch._dynamo."
