@@ -32,6 +32,15 @@ def f(x):
 """
 
 
+def assert_bad_ini(run: Any, pytester: pytest.Pytester, line: str, message: str) -> None:
+    """An ini file with ``line`` stops the run with a usage error whose text matches
+    ``message`` (an fnmatch pattern)."""
+    pytester.makeini(f"[pytest]\n{line}\n")
+    result = run("def test_x():\n    pass\n")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
 def assert_marker_error(result: pytest.RunResult, message: str) -> None:
     """A bad marker is a collection error of its module (exit 2, "1 error"), with the
     plugin's message; ``message`` is an fnmatch pattern."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from snippets import DOUBLE, HEADER, STEP
+from snippets import DOUBLE, HEADER, STEP, assert_bad_ini
 
 from pytest_recompile.ci import (
     MAX_ANNOTATIONS,
@@ -156,11 +156,11 @@ def test_github_option_and_auto(
 
 
 def test_bad_github_ini_value(run, pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nrecompile_github = maybe\n")
-    result = run("def test_x():\n    pass\n")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [f"*{PREFIX} ini option recompile_github: expected one of auto, on, off, got 'maybe'"]
+    assert_bad_ini(
+        run,
+        pytester,
+        "recompile_github = maybe",
+        f"*{PREFIX} ini option recompile_github: expected one of auto, on, off, got 'maybe'",
     )
 
 

@@ -15,7 +15,7 @@ import pytest
 import torch._dynamo
 import torch.compiler.config
 from docblocks import assert_pasted, checked_blocks
-from snippets import DOUBLE, HEADER
+from snippets import DOUBLE, HEADER, assert_bad_ini
 
 from pytest_recompile.durations import (
     FUNCTIONS_HEADING,
@@ -126,11 +126,11 @@ def test_bad_cli_value(run, value: str) -> None:
 
 
 def test_bad_ini_value(run, pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nrecompile_durations = all\n")
-    result = run("def test_x():\n    pass\n")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [f"*{PREFIX} ini option recompile_durations: {DURATIONS_EXPECTED}, got 'all'*"]
+    assert_bad_ini(
+        run,
+        pytester,
+        "recompile_durations = all",
+        f"*{PREFIX} ini option recompile_durations: {DURATIONS_EXPECTED}, got 'all'*",
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from snippets import assert_marker_error, outcomes, read_json
+from snippets import assert_bad_ini, assert_marker_error, outcomes, read_json
 
 from pytest_recompile._torch import versions
 from pytest_recompile.guard_cost import (
@@ -242,11 +242,11 @@ def test_bad_max_guards_option_and_ini(run, pytester) -> None:
     result.stderr.fnmatch_lines(
         ["*pytest-recompile: --recompile-max-guards: expected a non-negative integer*'many'*"]
     )
-    pytester.makeini("[pytest]\nrecompile_max_guards = -3\n")
-    result = run("def test_x():\n    pass\n")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ["*pytest-recompile: ini option recompile_max_guards: expected a non-negative integer*"]
+    assert_bad_ini(
+        run,
+        pytester,
+        "recompile_max_guards = -3",
+        "*pytest-recompile: ini option recompile_max_guards: expected a non-negative integer*",
     )
 
 
