@@ -9,9 +9,9 @@ budget to it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from types import CodeType
+from types import CodeType, MappingProxyType
 
 from ._torch.events import RESUME_PREFIX, CompileEvent, CompileKey, compile_key, qualname
 from .guards import Reason, parse_reason
@@ -124,9 +124,9 @@ class Recorder:
         """Each code object compiled (a function's, a resume frame's) with its record."""
         return [(code, self._records[function]) for code, function in list(self._compiled)]
 
-    def owners(self) -> dict[CompileKey, FunctionRecord]:
-        """Each compile recorded (a reuse included), with its function's record."""
-        return dict(self._owner)
+    def owners(self) -> Mapping[CompileKey, FunctionRecord]:
+        """Each compile recorded (a reuse included), with its function's record (a view)."""
+        return MappingProxyType(self._owner)
 
     def made_here(self, code: CodeType, compile_id: object) -> bool:
         """Whether this compile was recorded here (not, say, a wider fixture's)."""

@@ -167,7 +167,8 @@ class RecompileTracker(Recorder):
         with self._lock:
             self.rearm()
             self._observe()
-            self._trees.read()  # the entries compiled so far exist now; a reset may come
+            self._trees.read(latest=True)  # the entries compiled so far exist now
+            self._trees.compiled(event.code)
             record, recompile = self.add(event, again=again)
             violations: list[Violation] = []
             # At a limit where torch raises itself, its exception reaches the user's code
@@ -210,6 +211,7 @@ class RecompileTracker(Recorder):
         """Record a first compile that an earlier test's entry answered (no compile ran)."""
         with self._lock:
             self.reuse(event, seconds)
+            self._trees.compiled(event.code)  # its entry is read as if compiled here
 
     def rearm(self) -> None:
         """Register again the compile callbacks a ``torch._dynamo.reset()`` dropped."""
@@ -282,6 +284,7 @@ class RecompileTracker(Recorder):
         """
         result = {}
         for record in self._records.values():
+            self._trees.read()
             record.guards = self._trees.installed(record)
             result[record.qualname] = [
                 g for g in record.guards or () if framework or not g.framework

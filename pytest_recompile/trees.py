@@ -4,6 +4,7 @@ change), summed up on its function's record with torch's own count and latency e
 from __future__ import annotations
 
 from dataclasses import replace
+from types import CodeType
 from typing import Any
 
 from ._torch import dynamic_state, events, guard_tree, instruments
@@ -23,12 +24,21 @@ class GuardTrees:
         # each entry read: its manager (to see a new one after a reset), function, leaves
         self._read: dict[events.CompileKey, tuple[Any, FunctionRecord, list[InstalledGuard]]] = {}
         self._metered: set[events.CompileKey] = set()  # entries with torch's guard metrics
+        self._since: set[CodeType] = set()  # code objects compiled since the last read
 
-    def read(self) -> None:
-        """Read the tree of each entry made here not read yet: before the next compile, a
-        pause or the block's end (a reset, say in a Dynamo TestCase's tearDown, takes it)."""
+    def compiled(self, code: CodeType) -> None:
+        """``code`` is being compiled: its new entry exists from the next compile on."""
+        self._since.add(code)
+
+    def read(self, *, latest: bool = False) -> None:
+        """Read the tree of each entry made here not read yet: before the next compile (only
+        the code objects compiled since the last read: ``latest``), a pause or the block's
+        end (a reset, say in a Dynamo TestCase's tearDown, takes the entries)."""
         owners = self.recorder.owners()
+        since, self._since = self._since, set()
         for code, record in self.recorder.codes():
+            if latest and code not in since:
+                continue
             for entry, manager in guard_tree.trees(code):
                 key = events.compile_key(code, entry)
                 known = self._read.get(key)
@@ -57,8 +67,7 @@ class GuardTrees:
                 record.entries[entry] = entry_guards(entry, leaves)
 
     def installed(self, record: FunctionRecord) -> list[InstalledGuard]:
-        """The guards installed on ``record``'s entries."""
-        self.read()
+        """The guards installed on ``record``'s entries, of the trees read so far."""
         return [
             guard for _, owner, leaves in self._read.values() if owner is record for guard in leaves
         ]
