@@ -114,7 +114,7 @@ def baseline_document(results: Mapping[str, TestResult]) -> BaselineDocument:
     """The baseline of a run: every gated test that recompiled, with its counts (a budget
     applies to each process: the count of the process that recompiled most, and each
     function's most in one process)."""
-    from .tally import per_process
+    from .tally import functions_of, per_process
 
     tests: dict[str, BaselineTest] = {}
     for nodeid in sorted(results):
@@ -122,15 +122,14 @@ def baseline_document(results: Mapping[str, TestResult]) -> BaselineDocument:
         functions: dict[str, int] = {}
         guards: dict[str, int] = {}
         values: dict[str, set[str]] = {}
-        for fns in [data["functions"], *(p["functions"] for p in data.get("processes", ()))]:
-            for f in fns:
-                name = f["qualname"]
-                if f["recompiles"]:
-                    functions[name] = max(functions.get(name, 0), len(f["recompiles"]))
-                for entry in f["entries"]:
-                    if entry["guards"] is not None:  # a tree's count, never torch's instead
-                        guards[name] = max(guards.get(name, 0), entry["guards"])
-                    values.setdefault(name, set()).update(entry["values"])
+        for _, f in functions_of(data):
+            name = f["qualname"]
+            if f["recompiles"]:
+                functions[name] = max(functions.get(name, 0), len(f["recompiles"]))
+            for entry in f["entries"]:
+                if entry["guards"] is not None:  # a tree's count, never torch's instead
+                    guards[name] = max(guards.get(name, 0), entry["guards"])
+                values.setdefault(name, set()).update(entry["values"])
         if per_process(data) or guards:
             tests[nodeid] = {
                 "recompiles": per_process(data),

@@ -16,7 +16,7 @@ from .guard_cost import entry_count, largest_result
 from .guards import hint_for, label_for
 from .messages import guard_text, plural, relative, who
 from .results import FunctionResult, ReasonResult, TestResult
-from .tally import per_process
+from .tally import functions_of, per_process
 from .terminal import INCOMPLETE
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
@@ -84,11 +84,7 @@ class CompiledFunction(NamedTuple):
 
 def _functions(data: TestResult) -> list[CompiledFunction]:
     """The test's functions, then its child processes'."""
-    return [CompiledFunction(fn) for fn in data["functions"]] + [
-        CompiledFunction(fn, f" in {who(p)}")
-        for p in data.get("processes") or ()
-        for fn in p["functions"]
-    ]
+    return [CompiledFunction(fn, f" in {who(p)}" if p else "") for p, fn in functions_of(data)]
 
 
 def _offenders(data: TestResult) -> list[CompiledFunction]:

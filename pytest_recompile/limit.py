@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from .messages import location
 from .results import FixtureResult, FunctionResult, LimitNeed, LimitResult, TestResult
+from .tally import functions_of
 
 HEADROOM = 2  # the suggested limit: this many times the most entries seen
 
@@ -28,9 +29,8 @@ def _held(
     results: Iterable[tuple[str, TestResult]], fixtures: Iterable[FixtureResult]
 ) -> Iterator[Held]:
     for nodeid, data in results:
-        yield from (Held(nodeid, fn) for fn in data["functions"])
-        for process in data["processes"]:
-            yield from (Held(f"{nodeid} (pid {process['pid']})", fn) for fn in process["functions"])
+        for process, fn in functions_of(data):
+            yield Held(f"{nodeid} (pid {process['pid']})" if process else nodeid, fn)
     for fixture in fixtures:
         yield from (
             Held(f"{fixture['node']}: {fixture['fixture']}", fn) for fn in fixture["functions"]

@@ -16,6 +16,7 @@ from .results import (
     ReportSettings,
     TestResult,
 )
+from .tally import functions_of
 
 REPORT_SCHEMA = "pytest-recompile/report"
 
@@ -102,9 +103,7 @@ def junit_properties(
         ("recompile_first_compile_seconds", data["first_compile_seconds"]),
         ("recompile_caches", cache_text(data["caches"])),  # "cold: fx_graph 0 hits, 2 misses; ..."
     ]
-    most = largest_result(
-        [*data["functions"], *(fn for p in data["processes"] for fn in p["functions"])]
-    )
+    most = largest_result(fn for _, fn in functions_of(data))
     if most is not None:  # the entry that checks the most guards, and torch's estimate
         fn, entry = most
         latency = entry["guard_latency_us"]

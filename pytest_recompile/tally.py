@@ -3,11 +3,19 @@ values of :mod:`.results`: they travel on pytest's reports)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .markers import Budget
 from .messages import violation_result, who
-from .results import CachesResult, FixtureResult, ProcessResult, TestResult, ViolationResult
+from .results import (
+    CachesResult,
+    FixtureResult,
+    FunctionResult,
+    ProcessResult,
+    TestResult,
+    ViolationResult,
+)
 from .sites import Site
 from .verdict import FunctionRecord, GraphBreak, Violation, rerecords
 
@@ -99,6 +107,16 @@ def _violations(
     if diverged and same:
         found.append({"kind": "divergence", "source": same, "message": diverged})
     return found
+
+
+def functions_of(data: TestResult) -> Iterator[tuple[ProcessResult | None, FunctionResult]]:
+    """The test's functions, then each child process's, with the process (None: the test's
+    own)."""
+    for fn in data["functions"]:
+        yield None, fn
+    for process in data.get("processes") or ():
+        for fn in process["functions"]:
+            yield process, fn
 
 
 def per_process(data: TestResult) -> int:
