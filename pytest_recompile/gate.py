@@ -34,7 +34,7 @@ from .tracker import RecompileTracker
 from .wider import WiderFixtures, used_fixtures, uses_recompiles
 
 
-class Gate(WiderFixtures):
+class Gate:
     """Tracks compiles in every gated test and judges them; keeps each test's starting
     state to what its live wider fixtures compiled (see :mod:`pytest_recompile.isolation`)."""
 
@@ -44,7 +44,6 @@ class Gate(WiderFixtures):
         self.ledger = Ledger()
         self.faults: Faults = self.ledger.faults  # contained internal errors, told once
         self.current: TestRun | None = None  # the test whose phases are running
-        self.fixture_trackers: list[RecompileTracker] = []  # wider fixtures being set up
         self.keeps_entries = True  # False: this torch needs a full reset instead
         self.reset_pending = False  # the full reset waits until the wider fixtures are set up
         self._unhook: Any = None
@@ -52,8 +51,9 @@ class Gate(WiderFixtures):
         self.children = processes.Children(self.faults)  # their records (processes on)
         self.degraded: list[str] = []  # features this torch lacks, told once on a report
         self.threads = Threads()
-        # wider fixtures being torn down -> the compile state before their teardown
-        self.teardown_states: dict[int, instruments.CompileState | None] = {}
+        self.wider = WiderFixtures(
+            self.ledger, self.faults, self.threads, self.children, lambda: self.current
+        )
 
     # -- hooks: each hands off ------------------------------------------------------------------
 
@@ -75,10 +75,10 @@ class Gate(WiderFixtures):
         if fixturedef.scope == "function":
             self._full_reset_if_pending()
             return (yield)
-        return (yield from self.wider_fixture_setup(fixturedef, request))
+        return (yield from self.wider.setup(fixturedef, request))
 
     def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any]) -> None:
-        self.fixture_torn_down(fixturedef)
+        self.wider.torn_down(fixturedef)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -134,7 +134,7 @@ class Gate(WiderFixtures):
     def close(self) -> None:
         """The session ends. A run ended mid-test (KeyboardInterrupt, pytest.exit) skips
         teardown: trackers stop here."""
-        for tracker in [self.running_tracker, *self.fixture_trackers]:
+        for tracker in [self.running_tracker, *self.wider.trackers]:
             if tracker is not None:
                 tracker.stop()
         if self._unhook is not None:
@@ -172,9 +172,14 @@ class Gate(WiderFixtures):
         if tracker is not None:
             self.faults.call(tracker.on_reuse, made.event, made.seconds)
 
+    @property
+    def running_tracker(self) -> RecompileTracker | None:
+        """The tracker the running test's own phases compile into (None: none records)."""
+        return self.current.tracker if self.current is not None else None
+
     def _tracker_of(self, owner: Owner) -> RecompileTracker | None:
-        if owner.kind == "fixture" and self.fixture_trackers:
-            return self.fixture_trackers[-1]
+        if owner.kind == "fixture" and self.wider.tracker is not None:
+            return self.wider.tracker
         run = self.current
         if run is None or owner is not run.owner:
             return None

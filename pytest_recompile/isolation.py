@@ -18,23 +18,320 @@ compile, reused. The torch side lives in ``_torch.entries``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from types import CodeType
+from typing import Any
 
 from . import reuse
-from ._torch import dynamic_state, entries, events
-from .book import Book
+from ._torch import dynamic_state, entries, events, fingerprints, hooks, instruments
+from .faults import Faults
 from .identity import IdentityMap, IdentitySet
-from .owners import Owner
+from .owners import Compiled, Owner
 
+_PENDING = 64  # compiles kept per code object while they have made no entry (yet)
 _OFFERS = 8  # reusable entries kept per code object, newest first (each miss checks them)
 
 
 @dataclass
-class Ledger(Book):
-    """Cache entries and automatic-dynamic state by owner (the :class:`~.book.Book`); before
-    each isolated test, the entries it would have alone kept, and earlier tests' first
-    compiles offered."""
+class Ledger:
+    """Who compiled each cache entry, and each owner's automatic-dynamic state: the phases,
+    the wider fixtures' lifetimes, and the offers a test takes; before each isolated test,
+    the entries it would have alone kept, and earlier tests' first compiles offered."""
+
+    outside: Owner = field(default_factory=lambda: Owner("outside", "outside any test"))
+    phase: list[Owner] = field(default_factory=list)
+    fixtures: list[Owner] = field(default_factory=list)  # live fixture owners, oldest first
+    # guard manager of a cache entry -> who compiled it, and the compile
+    owners: weakref.WeakKeyDictionary[Any, Owner] = field(default_factory=weakref.WeakKeyDictionary)
+    made: weakref.WeakKeyDictionary[Any, Compiled] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    # guard manager -> the other owners whose phase took a live fixture's entry as theirs
+    sharers: weakref.WeakKeyDictionary[Any, list[Owner]] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    # Code objects by identity (equal code of a module imported twice is another object).
+    # compiles seen but not yet matched to their entries
+    pending: IdentityMap[CodeType, list[Compiled]] = field(default_factory=IdentityMap)
+    # entries to keep or offer, held so they can be put back after a drop or a torch reset
+    store: IdentityMap[CodeType, list[entries.KeptEntry]] = field(default_factory=IdentityMap)
+    seen: IdentitySet[CodeType] = field(default_factory=IdentitySet)
+    dirty: IdentitySet[CodeType] = field(default_factory=IdentitySet)
+    # code objects the running test holds an entry of (it would not compile them first)
+    held: IdentitySet[CodeType] = field(default_factory=IdentitySet)
+    shown: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # with entries kept now
+    identity: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # entries match ids
+    fixture_codes: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # fixtures' own
+    # why a first compile of a code object repeats one an earlier test made: this test
+    # refused the offer (again), or the entries dropped could not be offered (unreusable)
+    again: IdentityMap[CodeType, str] = field(default_factory=IdentityMap)
+    unreusable: IdentityMap[CodeType, str] = field(default_factory=IdentityMap)
+    using: frozenset[str] | None = None  # the wider fixtures the running test uses (None: all)
+    reuse: bool = False  # offer earlier tests' first compiles (this torch can)
+    reusing: bool = False  # an isolated test's phases are running: offers may be taken
+    on_reuse: Callable[[Owner, Compiled], None] | None = None  # told of each offer taken
+    baseline_state: dict[Any, Any] = field(default_factory=dict)  # at the first test
+    installed_state: Any = None  # the state object isolation last gave torch
+    state_dirty: bool = False  # a fixture whose state counted was torn down
+    faults: Faults = field(default_factory=Faults)  # contained internal errors, told once
+    faulted: IdentitySet[CodeType] = field(default_factory=IdentitySet)
+    started: bool = False
+    live: dict[int, Owner] = field(default_factory=dict)  # fixture key -> its current set-up
+    tearing: dict[int, Owner] = field(default_factory=dict)  # fixture key -> its teardown
+
+    @property
+    def current(self) -> Owner:
+        return self.phase[-1] if self.phase else self.outside
+
+    def start(self) -> None:
+        """Before the first test: what import and collection compiled is kept from now on,
+        through every drop and reset (torch lists the code objects it compiled)."""
+        if self.started:
+            return
+        self.started = True
+        self.baseline_state = dynamic_state.copy_code_state(dynamic_state.code_state())
+        for code in entries.compiled_codes():
+            self._first_seen(code)
+
+    def _first_seen(self, code: CodeType) -> None:
+        if code not in self.seen:
+            self.seen.add(code)
+            # Entries made before the gate listened were made outside any test.
+            for entry in entries.entries(code):
+                self._own(code, entry, self.outside, None)
+
+    # -- compiles ---------------------------------------------------------------------------
+
+    def note(self, event: events.CompileEvent) -> Owner:
+        """Record who is compiling ``event.code`` now; return that owner."""
+        code = event.code
+        self._first_seen(code)
+        owner = self.current
+        compiles = self.pending.setdefault(code, [])
+        if self.reuse:
+            state = dynamic_state.state_of(code)
+            for earlier in compiles:  # they ended before this one began
+                if earlier.after is None:
+                    earlier.after = state
+            config = fingerprints.config_fingerprint(event.inductor)
+            made = Compiled(event, owner, not event.is_recompile, state, config)
+        else:
+            made = Compiled(event, owner, not event.is_recompile, {}, ())
+        compiles.append(made)
+        self.held.add(code)
+        if not owner.kept:
+            self.dirty.add(code)
+        return owner
+
+    def compiled_again(self, event: events.CompileEvent) -> str | None:
+        """Why this compile repeats one an earlier test made (isolation's cost), if it does:
+        a first compile of code whose entries were dropped, not reused."""
+        if event.is_recompile:
+            return None
+        if dynamic_state.code_state() is not self.installed_state:
+            # torch was reset since isolation arranged the entries (the suite's own reset, a
+            # Dynamo TestCase's): a plain run compiles this afresh too
+            return None
+        code = event.code
+        return self.again.get(code) or entries.refusal(code) or self.unreusable.get(code)
+
+    def _own(
+        self, code: CodeType, entry: entries.KeptEntry, owner: Owner, made: Compiled | None
+    ) -> None:
+        self.owners[entry.guard_manager] = owner
+        if made is not None:
+            self.made[entry.guard_manager] = made
+        if owner.kept or self._reusable(entry) is None:
+            self.store.setdefault(code, []).append(entry)
+            if owner.kind == "fixture":
+                self.fixture_codes.add(code)
+            if entries.matches_identity(entry):
+                self.identity.add(code)
+
+    def _reusable(self, entry: entries.KeptEntry) -> str | None:
+        """None if a later test may reuse the entry; else why not."""
+        return reuse.why_not_offered(self.made.get(entry.guard_manager), entry, self.reuse)
+
+    def resolve(self) -> None:
+        """Match the compiles seen so far to the entries they made.
+
+        A compile still running (this is called from the compile hook too) or one that made
+        no entry stays pending; the newest compile of an id wins, since torch restarts
+        compile ids after a reset.
+        """
+        timed: list[Compiled] = []
+        for code, compiles in list(self.pending.items()):
+            matched = set()
+            for entry in entries.entries(code):
+                if entry.guard_manager in self.owners:
+                    continue
+                cid = str(entry.compile_id)
+                found = [c for c in compiles if c.compile_id == cid]
+                made = found[-1] if found else None
+                if made is not None and made.first and self.reuse:
+                    if made.after is None:
+                        made.after = dynamic_state.state_of(code)  # no compile of it came since
+                    timed.append(made)
+                self._own(code, entry, made.owner if made else self.outside, made)
+                matched.add(cid)
+            left = [c for c in compiles if c.compile_id not in matched][-_PENDING:]
+            if left:
+                self.pending[code] = left
+            else:
+                del self.pending[code]
+        if timed:  # what each compile another test may reuse took
+            keys = [events.compile_key(made.event.code, made.compile_id) for made in timed]
+            seconds = instruments.newest_seconds(keys)
+            for made, key in zip(timed, keys, strict=True):
+                made.seconds = seconds.get(key)
+
+    # -- reuse ------------------------------------------------------------------------------
+
+    def take(self, offer: entries.Offer, f_locals: Any) -> bool:
+        """An offered entry's guards and backend passed on a call: answer it with that entry
+        if the test alone would compile right now and would make the very same one.
+
+        Runs inside torch's guard evaluation: an internal error is named once and the call
+        compiles, as it would alone.
+        """
+        try:
+            return self._take(offer, f_locals)
+        except Exception as exc:
+            self.faults.add(
+                f"reusing an earlier test's entry failed ({type(exc).__name__}: {exc}); "
+                "the call compiled instead"
+            )
+            return False
+
+    def _take(self, offer: entries.Offer, f_locals: Any) -> bool:
+        entry = offer.entry
+        made = self.made.get(entry.guard_manager)
+        if made is None or not self.reusing or made.event.code in self.held:
+            return False
+        if hooks.listeners() > 1 or not instruments.default_stance():
+            # Alone this call compiles, which a warm() block or a stance refuses, and which
+            # a user's own tracker (scoped(), RecompileTracker) records: let it compile.
+            self.again[made.event.code] = "a warm() block, a stance or the test's own tracker"
+            return False
+        code = made.event.code
+        why = reuse.why_not_taken(made, entry, f_locals)
+        if why is not None:
+            self.again[code] = why
+            return False
+        dynamic_state.set_state_of(code, made.after or {})
+        self.again.pop(code, None)  # the offers refused before this one say nothing now
+        entries.forget_refusals(code)
+        owner = self.current
+        if not self.owners.get(entry.guard_manager, self.outside).kept:
+            self.owners[entry.guard_manager] = owner
+        else:  # a live fixture's entry stays its own, and is this phase's too
+            self.sharers.setdefault(entry.guard_manager, []).append(owner)
+        self.held.add(code)
+        self.dirty.add(code)  # the next test finds the offer untaken again
+        if self.on_reuse is not None:
+            self.on_reuse(owner, made)
+        return True
+
+    # -- phases -----------------------------------------------------------------------------
+
+    def enter(self, owner: Owner) -> None:
+        """A phase starts. A wider fixture's set-up starts from what a test would start from
+        (import time's and the live wider fixtures' automatic-dynamic state), not from the
+        shapes of the test that happens to trigger it."""
+        self.resolve()
+        self.phase.append(owner)
+        if owner.kind == "fixture":
+            owner._saved = dynamic_state.copy_code_state(dynamic_state.code_state())
+            owner._start = self.start_state()
+            dynamic_state.install_code_state(owner._start)
+
+    def leave(self, owner: Owner) -> None:
+        self.resolve()
+        if owner in self.phase:
+            del self.phase[self.phase.index(owner) :]
+        if owner.kind == "fixture" and owner.live:
+            owner.state = dynamic_state.changed_code_state(owner._start, dynamic_state.code_state())
+            self.fixtures.append(owner)
+            if self.using is not None:  # set up for the running test: it uses it
+                self.using = self.using | {owner.name}
+            # The running phase goes on with its own state, and what the set-up learned.
+            dynamic_state.install_code_state(
+                dynamic_state.merged_code_state(owner._saved, owner.state)
+            )
+            owner._start, owner._saved = {}, {}
+
+    def fixture_gone(self, owner: Owner) -> None:
+        if owner.live:
+            owner.live = False
+            if owner in self.fixtures:
+                self.fixtures.remove(owner)
+            for code in list(self.fixture_codes):
+                self.dirty.add(code)
+            self.state_dirty = True
+
+    # -- wider fixtures' lifetimes (keyed by their FixtureDef's id) --------------------------
+
+    def set_up(self, key: int, owner: Owner) -> None:
+        """A wider fixture's set-up ended: its entries are kept until it is torn down."""
+        self.live[key] = owner
+
+    def teardown_begins(self, key: int, owner: Owner) -> None:
+        """A wider fixture's teardown is about to run: compiles there belong to no test."""
+        dropped = Owner("dropped", f"teardown of {owner.describe()}")
+        self.tearing[key] = dropped
+        self.enter(dropped)
+
+    def torn_down(self, key: int) -> tuple[bool, bool]:
+        """A fixture's finalizers ran: (its teardown phase ended here, a live wider fixture
+        is gone)."""
+        dropped = self.tearing.pop(key, None)
+        if dropped is not None:
+            self.leave(dropped)
+        owner = self.live.pop(key, None)
+        if owner is not None:
+            self.fixture_gone(owner)
+        return dropped is not None, owner is not None
+
+    def note_against(self, owner: Owner, event: events.CompileEvent) -> None:
+        """A wider fixture's set-up recompiled against another fixture's entries: its
+        recompiled entries are seen only by tests that use that fixture too."""
+        self.resolve()
+        found = [*entries.entries(event.code), *entries.kept_entries(event.code)]
+        by_id = {str(e.compile_id): e for e in found}
+        for reason in event.reasons:
+            entry = by_id.get(reason.partition(":")[0])
+            if entry is None or owner in self.sharers.get(entry.guard_manager, ()):
+                continue
+            other = self.owners.get(entry.guard_manager, self.outside)
+            if other.kind == "fixture" and other is not owner and other not in owner.against:
+                owner.against.append(other)
+
+    def _uses(self, owner: Owner) -> bool:
+        """Whether the running test sees what ``owner`` compiled (while set up)."""
+        if owner.kind == "outside" or owner is self.current:
+            return True
+        if owner.kind != "fixture" or not owner.live:
+            return False
+        return self.using is None or owner.name in self.using
+
+    def _visible(self, entry: entries.KeptEntry) -> bool:
+        owner = self.owners.get(entry.guard_manager)
+        if owner is None:
+            return False
+        if any(self._uses(o) for o in self.sharers.get(entry.guard_manager, ())):
+            return True
+        if not self._uses(owner):
+            return False
+        made = self.made.get(entry.guard_manager)
+        return made is None or made.first or all(self._uses(o) for o in owner.against)
+
+    def start_state(self) -> dict[Any, Any]:
+        """The automatic-dynamic state a test starts from: import time's, then each live
+        wider fixture's set-up's that it uses, in the order they were set up."""
+        used = (f.state for f in self.fixtures if self._uses(f))
+        return dynamic_state.merged_code_state(self.baseline_state, *used)
 
     # -- isolation --------------------------------------------------------------------------
 

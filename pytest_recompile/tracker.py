@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from types import TracebackType
 
-from ._torch import caches, entries, events, hooks, instruments, versions
+from ._torch import caches, dynamic_state, entries, events, hooks, instruments, versions
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded
 from .errors import RecompileGateError as RecompileGateError  # its home until errors.py
 from .faults import Faults
@@ -83,7 +83,7 @@ class RecompileTracker(Recorder):
         self._stack = ExitStack()
         self._seconds: dict[events.CompileKey, float] = {}
         self.faults = Faults()  # what it contained (the gate shares its own: named once)
-        self._trees = GuardTrees(self, self.faults)  # each entry's guards, read once
+        self._trees = GuardTrees(self.faults)  # each entry's guards, read once
         self._breaks: list[GraphBreak] = []
         self._breaks_mark = 0
         self._rearm: Callable[[], None] = lambda: None
@@ -149,8 +149,8 @@ class RecompileTracker(Recorder):
         if not self.active:
             return
         self._observe()
-        self._trees.read()
-        self._trees.note_metrics()  # while torch still keeps every compile's metrics
+        self._read_trees()
+        self._note_metrics()  # while torch still keeps every compile's metrics
         self.active = False
         try:
             self._stack.close()
@@ -167,7 +167,7 @@ class RecompileTracker(Recorder):
         with self._lock:
             self.rearm()
             self._observe()
-            self._trees.read(latest=True)  # the entries compiled so far exist now
+            self._read_trees(latest=True)  # the entries compiled so far exist now
             self._trees.compiled(event.code)
             record, recompile = self.add(event, again=again)
             violations: list[Violation] = []
@@ -220,7 +220,7 @@ class RecompileTracker(Recorder):
     def pause(self) -> None:
         """Leave out what happens until :meth:`resume` (a wider fixture being set up)."""
         self._observe()
-        self._trees.read()
+        self._read_trees()
         self._paused = len(self.cudagraph_recordings)
         self._caches.pause()
 
@@ -247,6 +247,21 @@ class RecompileTracker(Recorder):
                 self._breaks_mark = count
                 self.graph_breaks = distinct_breaks(self._breaks)
 
+    def _read_trees(self, *, latest: bool = False) -> None:
+        """Each new entry's guards, on its function's record."""
+        for record, entry, guards in self._trees.read(self.owners(), self.codes(), latest=latest):
+            record.entries[entry] = guards
+
+    def _note_metrics(self) -> None:
+        """torch's guard count and latency estimate of each entry, on its function's record;
+        and, for a function recompiled for a size, the sources torch's automatic dynamic now
+        compiles dynamic."""
+        for record, entry, guards in self._trees.metrics(self.owners()):
+            record.entries[entry] = guards
+        for record in self.records:
+            if record.resized:
+                record.dynamic_sources = dynamic_state.dynamic_sources(self.compiled(record))
+
     @property
     def _forbids(self) -> bool:
         return self.budget is not None and bool(self.budget.forbidden)
@@ -254,11 +269,11 @@ class RecompileTracker(Recorder):
     def _refresh(self) -> None:
         """Fill in cache entries, graph breaks, guards and compile seconds."""
         self._observe()
-        self._trees.read()
+        self._read_trees()
         for record in self._records.values():
             if self._forbids:
                 record.guards = self._trees.installed(record)
-        self._trees.note_metrics()
+        self._note_metrics()
         if not self.active and self._seconds:
             self.note_seconds(self._seconds)
 
@@ -284,7 +299,7 @@ class RecompileTracker(Recorder):
         """
         result = {}
         for record in self._records.values():
-            self._trees.read()
+            self._read_trees()
             record.guards = self._trees.installed(record)
             result[record.qualname] = [
                 g for g in record.guards or () if framework or not g.framework

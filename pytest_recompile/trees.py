@@ -1,28 +1,33 @@
-"""Each cache entry's guards, for a recorder: its guard tree read once (a tree does not
-change), summed up on its function's record with torch's own count and latency estimate."""
+"""Each cache entry's guards: its guard tree read once (a tree does not change), summed up
+with torch's own count and latency estimate. The reader returns what it read; its caller
+(the tracker) puts it on the function's record."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from types import CodeType
 from typing import Any
 
-from ._torch import dynamic_state, events, guard_tree, instruments
+from ._torch import events, guard_tree, instruments
 from .faults import Faults
 from .guard_cost import EntryGuards, entry_guards
 from .guards import InstalledGuard, installed_guard
-from .recorder import Recorder
 from .verdict import FunctionRecord
+
+# What a read found: the function, its entry's compile id, the entry's guards.
+Found = list[tuple[FunctionRecord, str, EntryGuards]]
 
 
 class GuardTrees:
-    """The guard trees of the entries ``recorder`` made (not a wider fixture's)."""
+    """The guard trees of the entries a block made (not a wider fixture's): ``owners`` maps
+    each compile the block made to its function's record."""
 
-    def __init__(self, recorder: Recorder, faults: Faults) -> None:
-        self.recorder = recorder
+    def __init__(self, faults: Faults) -> None:
         self.faults = faults  # a tree this torch builds otherwise is named there, once
         # each entry read: its manager (to see a new one after a reset), function, leaves
         self._read: dict[events.CompileKey, tuple[Any, FunctionRecord, list[InstalledGuard]]] = {}
+        self._guards: dict[events.CompileKey, EntryGuards] = {}  # each entry's, as last found
         self._metered: set[events.CompileKey] = set()  # entries with torch's guard metrics
         self._since: set[CodeType] = set()  # code objects compiled since the last read
 
@@ -30,13 +35,19 @@ class GuardTrees:
         """``code`` is being compiled: its new entry exists from the next compile on."""
         self._since.add(code)
 
-    def read(self, *, latest: bool = False) -> None:
+    def read(
+        self,
+        owners: Mapping[events.CompileKey, FunctionRecord],
+        codes: Iterable[tuple[CodeType, FunctionRecord]],
+        *,
+        latest: bool = False,
+    ) -> Found:
         """Read the tree of each entry made here not read yet: before the next compile (only
         the code objects compiled since the last read: ``latest``), a pause or the block's
         end (a reset, say in a Dynamo TestCase's tearDown, takes the entries)."""
-        owners = self.recorder.owners()
+        found: Found = []
         since, self._since = self._since, set()
-        for code, record in self.recorder.codes():
+        for code, record in codes:
             if latest and code not in since:
                 continue
             for entry, manager in guard_tree.trees(code):
@@ -64,7 +75,9 @@ class GuardTrees:
                     )
                     continue
                 self._read[key] = (manager, record, leaves)
-                record.entries[entry] = entry_guards(entry, leaves)
+                self._guards[key] = entry_guards(entry, leaves)
+                found.append((record, entry, self._guards[key]))
+        return found
 
     def installed(self, record: FunctionRecord) -> list[InstalledGuard]:
         """The guards installed on ``record``'s entries, of the trees read so far."""
@@ -72,11 +85,10 @@ class GuardTrees:
             guard for _, owner, leaves in self._read.values() if owner is record for guard in leaves
         ]
 
-    def note_metrics(self) -> None:
+    def metrics(self, owners: Mapping[events.CompileKey, FunctionRecord]) -> Found:
         """torch's guard count and latency estimate of each entry made here; an entry whose
-        tree was gone before it was read gets torch's count alone. And, for a function
-        recompiled for a size, the sources torch's automatic dynamic now compiles dynamic."""
-        owners = self.recorder.owners()
+        tree was gone before it was read gets torch's count alone."""
+        found: Found = []
         wanted = [key for key in owners if key not in self._metered]
         try:
             metrics = instruments.guard_metrics(wanted)
@@ -85,15 +97,12 @@ class GuardTrees:
             metrics = {}
         for key, (count, latency) in metrics.items():
             self._metered.add(key)
-            record, entry = owners[key], key[3]
-            known = record.entries.get(entry)
+            known = self._guards.get(key)
             if known is not None:
-                record.entries[entry] = replace(known, torch_count=count, latency_us=latency)
+                self._guards[key] = replace(known, torch_count=count, latency_us=latency)
             elif count is not None:
-                record.entries[entry] = EntryGuards(
-                    entry, None, torch_count=count, latency_us=latency
-                )
-        for record in self.recorder.records:
-            if record.resized:
-                codes = self.recorder.compiled(record)
-                record.dynamic_sources = dynamic_state.dynamic_sources(codes)
+                self._guards[key] = EntryGuards(key[3], None, torch_count=count, latency_us=latency)
+            else:
+                continue
+            found.append((owners[key], key[3], self._guards[key]))
+        return found
