@@ -24,8 +24,7 @@ if TYPE_CHECKING:  # read at every start-up (settings): the types cost nothing a
     from .results import BaselineDocument, BaselineTest, TestResult
 
 BASELINE_SCHEMA = "pytest-recompile/baseline"
-BASELINE_VERSION = 2
-READS = (1, 2)  # version 1 has no guards
+BASELINE_VERSION = 1
 UPDATE_HINT = "write one with --recompile-baseline-update"
 
 
@@ -67,10 +66,10 @@ def read_baseline(path: str, where: str) -> Baseline:
             f"{where}: {path} is not a pytest-recompile baseline (expected an object with "
             f'"schema": "{BASELINE_SCHEMA}" and "tests"); {UPDATE_HINT}'
         )
-    if data.get("version") not in READS:
+    if data.get("version") != BASELINE_VERSION:
         raise BaselineError(
             f"{where}: baseline {path} has version {data.get('version')!r}; this plugin reads "
-            f"versions {', '.join(map(str, READS))}; {UPDATE_HINT}"
+            f"version {BASELINE_VERSION}; {UPDATE_HINT}"
         )
     found = Baseline()
     for nodeid, entry in data["tests"].items():
@@ -80,7 +79,7 @@ def read_baseline(path: str, where: str) -> Baseline:
                 f"{where}: baseline {path}: test {nodeid!r} has no non-negative integer "
                 f'"recompiles"; {UPDATE_HINT}'
             )
-        if count or data["version"] == 1:  # a test kept for its guards only: no budget
+        if count:  # a test kept for its guards only: no budget
             found.counts[nodeid] = count
         guards = _guards(entry)
         if guards is None:
@@ -95,7 +94,7 @@ def read_baseline(path: str, where: str) -> Baseline:
 
 
 def _guards(entry: dict[str, object]) -> dict[str, GuardBaseline] | None:
-    """A test's functions' guards (version 2), or None where they are malformed."""
+    """A test's functions' guards, or None where they are malformed."""
     counts, values = entry.get("guards", {}), entry.get("values", {})
     if not isinstance(counts, dict) or not isinstance(values, dict):
         return None

@@ -21,7 +21,7 @@ from .tally import functions_of
 REPORT_SCHEMA = "pytest-recompile/report"
 
 
-REPORT_VERSION = 7
+REPORT_VERSION = 1
 
 
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")

@@ -76,7 +76,6 @@ class RecompileResult(TypedDict):
     resume: bool
     stopped: bool
     seconds: float | None
-    against: str | None
 
 
 class FunctionResult(TypedDict):
@@ -193,7 +192,6 @@ class TestResult(TypedDict):
     cudagraph_recordings: int
     cudagraph_rerecords: int
     stopped_at: SiteResult | None  # the call fail-fast stopped
-    order_note: None  # always null since version 6 (a test sees only the fixtures it uses)
     processes: list[ProcessResult]  # one entry per child process that compiled for the test
     divergence: str | None  # ranks that compiled a shared function differently
     trace: str | None  # the folder its structured trace was kept in (--recompile-trace)

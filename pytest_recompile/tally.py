@@ -74,7 +74,6 @@ def result_for_test(
         "cudagraph_recordings": len(cudagraph_recordings or []),
         "cudagraph_rerecords": rerecords(cudagraph_recordings or []),
         "stopped_at": stopped_at.to_dict() if stopped_at is not None else None,
-        "order_note": None,  # kept for readers of version 5: a test sees what it would alone
         "processes": children,
         "divergence": divergence,
         "trace": None,  # set where the trace is kept (traces.py)

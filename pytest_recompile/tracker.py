@@ -22,7 +22,6 @@ from types import TracebackType
 
 from ._torch import caches, dynamic_state, entries, events, hooks, instruments, versions
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded
-from .errors import RecompileGateError as RecompileGateError  # its home until errors.py
 from .faults import Faults
 from .guards import InstalledGuard
 from .markers import Budget, Rule, check_count

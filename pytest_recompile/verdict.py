@@ -76,7 +76,6 @@ class Recompile:
             "resume": self.resume,
             "stopped": self.stopped,
             "seconds": self.seconds,
-            "against": None,  # kept for readers of version 5: no entry a test does not use
         }
 
 

@@ -234,9 +234,7 @@ def test_imports_go_down_the_floors_without_a_circle() -> None:
         found = imports_of(path)
         graph[name] = {dotted[d] for d in found if d in dotted and dotted[d] != name}
         for other in graph[name]:
-            assert FLOORS.index(mapped[other]) <= floor, (
-                f"{name} imports {other}, a higher floor"
-            )
+            assert FLOORS.index(mapped[other]) <= floor, f"{name} imports {other}, a higher floor"
         if floor < FLOORS.index("pytest"):
             assert not {d.split(".")[0] for d in found} & {"pytest", "_pytest"}, name
 

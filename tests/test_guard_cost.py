@@ -568,21 +568,6 @@ def test_a_baseline_catches_new_guards_before_any_recompile_and_ratchets_down(
     assert outcomes(result)["test_model"] == "failed"
 
 
-def test_a_version_1_baseline_is_still_read(run, pytester) -> None:
-    base = pytester.path / "b.json"
-    base.write_text(
-        json.dumps(
-            {
-                "schema": "pytest-recompile/baseline",
-                "version": 1,
-                "tests": {"test_it.py::test_scale": {"recompiles": 0, "functions": {}}},
-            }
-        )
-    )
-    result = run(LAYERS + BASELINED, f"--recompile-baseline={base}")
-    result.assert_outcomes(passed=2)
-
-
 SHARED_WRAPPER = """
 import functools
 
