@@ -247,7 +247,7 @@ class ChildRecorder:
         self, token: str, state: str, stopped: str | None = None, tracker: Any = None
     ) -> None:
         """Append this owner's records as they are now: one line, one write."""
-        from .messages import failure_message
+        from .messages import failure_message, violation_result
         from .tally import result_for_test
 
         tracker = tracker or self.trackers[token]
@@ -272,7 +272,14 @@ class ChildRecorder:
                 cudagraph_recordings=tracker.cudagraph_recordings,
                 isolation="process",
             ),
-            "message": stopped or (failure_message(records, found) if found else None),
+            "message": stopped
+            or (
+                failure_message(
+                    [r.to_dict() for r in records], [violation_result(v) for v in found]
+                )
+                if found
+                else None
+            ),
             "stopped": token in self.stopped,
         }
         self._append(line)

@@ -13,8 +13,19 @@ from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 from .guard_cost import entry_count, largest_result
-from .guards import hint_for, label_for
-from .messages import guard_text, plural, relative, who
+from .messages import (
+    first_guard,
+    fix_lines,
+    plural,
+    reason_hint,
+    reason_label,
+    reason_text,
+    relative,
+    who,
+)
+from .messages import (
+    offenders as worst_first,
+)
 from .results import FunctionResult, ReasonResult, TestResult
 from .tally import functions_of, per_process
 from .terminal import INCOMPLETE
@@ -57,21 +68,8 @@ def _first_reasons(fn: FunctionResult) -> list[ReasonResult]:
     return [r["reasons"][0] for r in fn["recompiles"] if r["reasons"]]
 
 
-def _first_guard(fn: FunctionResult) -> str:
-    return next((_guard(reason) for reason in _first_reasons(fn)), "")
-
-
-def _guard(reason: ReasonResult) -> str:
-    """``KIND: guard (this call: value)``."""
-    return guard_text(reason["kind"], reason["detail"], reason["text"], reason["actual"])
-
-
-def _label(reason: ReasonResult) -> str:
-    return label_for(reason["kind"], reason["detail"])
-
-
 def _kinds(fn: FunctionResult) -> str:
-    return ", ".join(dict.fromkeys(_label(reason) for reason in _first_reasons(fn)))
+    return ", ".join(dict.fromkeys(reason_label(reason) for reason in _first_reasons(fn)))
 
 
 class CompiledFunction(NamedTuple):
@@ -89,9 +87,11 @@ def _functions(data: TestResult) -> list[CompiledFunction]:
 
 def _offenders(data: TestResult) -> list[CompiledFunction]:
     """The test's functions (its children's too) that recompiled or hit recompile_limit,
-    worst first."""
-    bad = [o for o in _functions(data) if o.fn["recompiles"] or o.fn["recompile_limit"]]
-    return sorted(bad, key=lambda o: (not o.fn["recompile_limit"], -len(o.fn["recompiles"])))
+    worst first (:func:`~.messages.offenders`)."""
+    found = _functions(data)
+    worst = worst_first([o.fn for o in found])
+    where = {id(o.fn): o.where for o in found}
+    return [CompiledFunction(fn, where[id(fn)]) for fn in worst]
 
 
 def _rules(data: TestResult) -> str:
@@ -114,7 +114,7 @@ def _broken_rows(results: Results, root: str) -> list[str]:
                 f"| {_code(nodeid)} | {_code(fn['qualname'])}{where} "
                 f"{_code(relative(fn['file'], root) + ':' + str(fn['line']))} | "
                 f"{len(fn['recompiles'])}{limit} | {_cell(_rules(data))} | "
-                f"{_cell(_kinds(fn))} | {_code(_first_guard(fn))} | "
+                f"{_cell(_kinds(fn))} | {_code(first_guard(fn, actual=True) or '')} | "
                 f"{fn['recompile_seconds']:.2f} |"
             )
         # a warm block, graph breaks, CUDA-graph re-records: no function; too many guards
@@ -312,15 +312,14 @@ def _function_annotation(
         f"budget {_rules(data)}"
     )
     lines = []
-    fixes: dict[str, None] = {}
+    fixes: list[tuple[str, str]] = []
     for index, recompile in enumerate(fn["recompiles"], 1):
         reason = recompile["reasons"][0] if recompile["reasons"] else None
         if reason is None:
             lines.append(f"recompile {index}: torch gave no reason")
             continue
-        lines.append(f"recompile {index} {_guard(reason)}")
-        hint = hint_for(reason["kind"], reason["detail"], reason["source"], reason["text"])
-        fixes[f"fix {_label(reason)}: {hint}"] = None
+        lines.append(f"recompile {index} {reason_text(reason)}")
+        fixes.append((reason_label(reason), reason_hint(reason)))
     if fn["recompile_limit"]:
         title += f"; hit {fn['recompile_limit']}: runs uncompiled"
         lines.append(f"hit {fn['recompile_limit']}: torch fell back to eager for this function")
@@ -328,7 +327,7 @@ def _function_annotation(
         relative(fn["file"], root),
         def_line(fn["file"], fn["line"]),
         title,
-        "\n".join(lines + list(fixes)),
+        "\n".join(lines + fix_lines(fixes, indent="")),
         (1 if fn["recompile_limit"] else 0, count, fn["recompile_seconds"]),
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .messages import failure_message
+from .messages import failure_message, violation_result
 from .sites import Site, call_frame
 from .verdict import FunctionRecord, Violation
 
@@ -73,7 +73,12 @@ class RecompileBudgetExceeded(RecompileGateError):
         return self._worded(site.describe(root) if site is not None else None)
 
     def _worded(self, site: str | None) -> str:
-        return failure_message(self.records, self.violations, stopped=self.stopped, site=site)
+        return failure_message(
+            [r.to_dict() for r in self.records],
+            [violation_result(v) for v in self.violations],
+            stopped=self.stopped,
+            site=site,
+        )
 
 
 def stopped_message(stopped: RecompileGateError, root: str | None = None) -> str:

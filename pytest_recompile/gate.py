@@ -22,7 +22,7 @@ from .budgets import assign_budgets
 from .errors import RecompileBudgetExceeded, RecompileGateError, stopped_message
 from .faults import Faults
 from .isolation import Ledger
-from .messages import failure_message
+from .messages import failure_message, violation_result
 from .owners import Compiled, Owner
 from .report import junit_properties
 from .results import Carried, TestResult
@@ -293,7 +293,9 @@ class Gate:
         if verdict is not None and self.settings.enforced:
             late = verdict.late_violations()
             if late:  # compiles in teardown broke the rules
-                pytest.fail(failure_message(verdict.tracker.records, late), pytrace=False)
+                functions = [r.to_dict() for r in verdict.tracker.records]
+                message = failure_message(functions, [violation_result(v) for v in late])
+                pytest.fail(message, pytrace=False)
         return result
 
     def end_test(self, run: TestRun) -> None:

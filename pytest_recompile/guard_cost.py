@@ -24,14 +24,6 @@ _DIRECT = re.compile(r"^[GL]\['[^']+'\]$")
 # The guards on a Python value that a new one of means a new constant or object baked in.
 VALUE_KINDS = ("EQUALS_MATCH", "ID_MATCH", "TYPE_MATCH")
 
-GUARDS_FIX = (
-    "compile the repeated block instead of the whole model (for layer in model.layers: "
-    "layer.compile()), so each entry guards one layer; or, where parameters never change "
-    "identity, torch.compile(model, options={'guard_filter_fn': "
-    "torch.compiler.skip_guard_on_inbuilt_nn_modules_unsafe})"
-)
-LATENCY_NOTE = "torch's estimate, measured once per compile: noisy, reported, never gated"
-
 
 @dataclass(frozen=True)
 class EntryGuards:
@@ -48,8 +40,8 @@ class EntryGuards:
 
     @property
     def count(self) -> int:
-        """The count a ``max_guards`` budget compares: the tree's, else torch's."""
-        return self.guards if self.guards is not None else self.torch_count or 0
+        """The count a ``max_guards`` budget compares (:func:`guard_count`)."""
+        return guard_count(self.guards, self.torch_count)
 
     def to_dict(self) -> EntryGuardsResult:
         return {
@@ -100,41 +92,15 @@ def largest(entries: Iterable[EntryGuards]) -> EntryGuards | None:
     return max(entries, key=lambda e: e.count, default=None)
 
 
-def kinds_text(entry: EntryGuards, shown: int = 3) -> str:
-    """``88 TYPE_MATCH, 81 TENSOR_MATCH, 81 DIMENSION_DYNAMIC_MARKING_GUARD`` (the kinds
-    that make up most of it) and how many sit on parameters."""
-    if entry.guards is None:
-        return "kinds unknown: the entry was gone (a reset) before its guard tree was read"
-    parts = [f"{n} {kind}" for kind, n in entry.kinds[:shown]]
-    rest = sum(n for _, n in entry.kinds[shown:])
-    if rest:
-        parts.append(f"{rest} other")
-    text = ", ".join(parts)
-    if entry.on_parameters:
-        text += f"; {entry.on_parameters} on module parameters and buffers"
-    return text
-
-
-def entry_line(entry: EntryGuards) -> str:
-    """One entry's guards in a line: ``[0/0] 340 guards (88 TYPE_MATCH, ...); torch:
-    guard_count 505, estimated 131 us per check`` (torch's count is of its guard list
-    before the tree is built; its latency, one noisy measurement at compile time)."""
-    if entry.guards is not None:
-        counted = f"{entry.guards} guards ({kinds_text(entry)})"
-    else:
-        counted = f"{entry.torch_count or 0} guards by torch's count ({kinds_text(entry)})"
-    torch = []
-    if entry.guards is not None and entry.torch_count is not None:
-        torch.append(f"guard_count {entry.torch_count}")
-    if entry.latency_us is not None:
-        torch.append(f"estimated {entry.latency_us:g} us per check")
-    return f"[{entry.entry}] {counted}" + (f"; torch: {', '.join(torch)}" if torch else "")
+def guard_count(guards: int | None, torch_count: int | None) -> int:
+    """The guards an entry checks, as a ``max_guards`` budget compares them: its tree's
+    count, else torch's."""
+    return guards if guards is not None else torch_count or 0
 
 
 def entry_count(entry: EntryGuardsResult) -> int:
     """:attr:`EntryGuards.count` of a reported entry."""
-    guards = entry["guards"]
-    return guards if guards is not None else entry["torch_guard_count"] or 0
+    return guard_count(entry["guards"], entry["torch_guard_count"])
 
 
 def largest_result(

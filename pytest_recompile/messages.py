@@ -1,19 +1,30 @@
-"""The wording: one rendering of each broken rule, function block, recompile line and
-graph break, wherever it is shown (failure messages, summaries, the JSON report, CI outputs).
+"""The wording: one rendering of each broken rule, function block, recompile line, guard
+and graph break, wherever it is shown (failure messages, summaries, the JSON report, CI
+outputs).
 
-Pure: records and violations in, text out; imports neither pytest nor torch (the core and
-child processes use it).
+A broken rule is worded once, when its result is frozen (:func:`violation_result`); every
+other text is rendered from the frozen result (the JSON-ready values of :mod:`.results`), so
+the failure message, a child's failure and the summaries read the same facts. Pure: imports
+neither pytest nor torch (the core and child processes use it).
 """
 
 from __future__ import annotations
 
 import os
 
-from .guard_cost import GUARDS_FIX, entry_line, kinds_text
 from .guards import Reason, hint_for, label_for
 from .names import PREFIX
-from .results import ProcessResult, ViolationResult
-from .verdict import FunctionRecord, GraphBreak, Recompile, Violation
+from .results import (
+    EntryGuardsResult,
+    FunctionResult,
+    GraphBreakResult,
+    ProcessResult,
+    ReasonResult,
+    RecompileResult,
+    ViolationKind,
+    ViolationResult,
+)
+from .verdict import FunctionRecord, Violation
 
 STOPPED = "stopped here, before compiling"
 
@@ -24,6 +35,14 @@ EAGER_FALLBACK = "fell back to eager"
 LIMIT_RAISED = (
     "torch refused to compile it and raised FailOnRecompileLimitHit "
     "(fail_on_recompile_limit_hit or fullgraph)"
+)
+
+
+GUARDS_FIX = (
+    "compile the repeated block instead of the whole model (for layer in model.layers: "
+    "layer.compile()), so each entry guards one layer; or, where parameters never change "
+    "identity, torch.compile(model, options={'guard_filter_fn': "
+    "torch.compiler.skip_guard_on_inbuilt_nn_modules_unsafe})"
 )
 
 
@@ -73,7 +92,7 @@ def violation_message(v: Violation) -> str:
             return f"'{fn}' hit {v.source}: {LIMIT_RAISED}; remove the cause of its recompiles"
         return f"'{fn}' hit {v.source} and {EAGER_FALLBACK}: {LIMIT_FIX}"
     if v.kind == "function":
-        first = f" ({_first_guard(v.function)})" if v.function is not None else ""
+        first = f" ({_first_guard_of(v.function)})" if v.function is not None else ""
         return f"'{fn}' recompiled {plural(v.used, 'time')}{first}, budget {v.allowed} ({v.source})"
     if v.kind == "unexpected":
         # with the detail where the marker named details (expect_guards('TENSOR_MATCH(size)'))
@@ -95,7 +114,7 @@ def violation_message(v: Violation) -> str:
         )
         return (
             f"'{fn}' cache entry [{v.entry.entry}] checks {v.used} guards on every call, "
-            f"budget {v.allowed} ({v.source}): {kinds_text(v.entry)}{accept}"
+            f"budget {v.allowed} ({v.source}): {kinds_text(v.entry.to_dict())}{accept}"
         )
     if v.kind == "new_guards":
         return (
@@ -119,16 +138,57 @@ def violation_message(v: Violation) -> str:
 
 
 def violation_result(v: Violation) -> ViolationResult:
-    return {"kind": v.kind, "source": v.source, "message": violation_message(v)}
+    """A broken rule, frozen: its wording and the evidence the failure message shows."""
+    return {
+        "kind": v.kind,
+        "source": v.source,
+        "message": violation_message(v),
+        "function": v.function.qualname if v.function is not None else None,
+        "reasons": [r.to_dict() for r in v.reasons],
+        "guards": [g.to_dict() for g in v.guards],
+        "breaks": [b.to_dict() for b in v.breaks],
+    }
 
 
-def _first_guard(record: FunctionRecord) -> str:
-    """``KIND: guard`` of the function's first recompile (the one to fix first)."""
-    for recompile in record.recompiles:
-        if recompile.reasons:
-            first = recompile.reasons[0]
-            return guard_text(first.kind, first.detail, first.text)
-    return "torch gave no reason"
+def told(kind: ViolationKind, source: str, message: str) -> ViolationResult:
+    """A broken rule worded where it was found (a warm block, ranks that diverged)."""
+    return {
+        "kind": kind,
+        "source": source,
+        "message": message,
+        "function": None,
+        "reasons": [],
+        "guards": [],
+        "breaks": [],
+    }
+
+
+def first_guard(fn: FunctionResult, *, actual: bool = False) -> str | None:
+    """``KIND(detail): guard`` of the function's first recompile that has a reason (the one
+    to fix first); with ``actual``, the value the call passed to an ``==`` guard."""
+    for recompile in fn["recompiles"]:
+        if recompile["reasons"]:
+            return reason_text(recompile["reasons"][0], actual=actual)
+    return None
+
+
+def _first_guard_of(record: FunctionRecord) -> str:
+    return first_guard(record.to_dict()) or "torch gave no reason"
+
+
+def reason_text(reason: ReasonResult, *, actual: bool = True) -> str:
+    """A failing guard: ``KIND(detail): guard (this call: value)``."""
+    return guard_text(
+        reason["kind"], reason["detail"], reason["text"], reason["actual"] if actual else None
+    )
+
+
+def reason_label(reason: ReasonResult) -> str:
+    return label_for(reason["kind"], reason["detail"])
+
+
+def reason_hint(reason: ReasonResult) -> str:
+    return hint_for(reason["kind"], reason["detail"], reason["source"], reason["text"])
 
 
 def _worst_text(v: Violation) -> str:
@@ -140,10 +200,10 @@ def _worst_text(v: Violation) -> str:
         v.counted, key=lambda r: (r.recompile_count, any(rc.stopped for rc in r.recompiles))
     )
     if len(v.counted) == 1:
-        return f" of {worst.qualname} ({_first_guard(worst)})"
+        return f" of {worst.qualname} ({_first_guard_of(worst)})"
     return (
         f" in {len(v.counted)} functions, most of {worst.qualname} "
-        f"({worst.recompile_count}; {_first_guard(worst)})"
+        f"({worst.recompile_count}; {_first_guard_of(worst)})"
     )
 
 
@@ -154,20 +214,20 @@ def guard_text(kind: str, detail: str | None, text: str, actual: str | None = No
     return f"{label_for(kind, detail)}: {text}{passed}"
 
 
-def recompile_line(index: int, recompile: Recompile) -> list[str]:
-    entry = f" [{recompile.compile_id}]"
-    resume = " (graph-break resume frame)" if recompile.resume else ""
-    tail = f"   <- {STOPPED}" if recompile.stopped else ""
-    if not recompile.reasons:
+def recompile_line(index: int, recompile: RecompileResult) -> list[str]:
+    entry = f" [{recompile['compile_id']}]"
+    resume = " (graph-break resume frame)" if recompile["resume"] else ""
+    tail = f"   <- {STOPPED}" if recompile["stopped"] else ""
+    if not recompile["reasons"]:
         return [f"    recompile {index}{entry}{resume}: (torch gave no reason){tail}"]
-    first, *others = recompile.reasons
-    guard = guard_text(first.kind, first.detail, first.text, first.actual)
-    lines = [f"    recompile {index}{entry}{resume} {guard}{tail}"]
+    first, *others = recompile["reasons"]
+    lines = [f"    recompile {index}{entry}{resume} {reason_text(first)}{tail}"]
     if others:
         older = others[0]
         more = f" and {len(others) - 1} more" if len(others) > 1 else ""
         lines.append(
-            f"      also rejected by {older.entry or '?'} {older.label}: {older.text}{more}"
+            f"      also rejected by {older['entry'] or '?'} {reason_label(older)}: "
+            f"{older['text']}{more}"
         )
     return lines
 
@@ -184,39 +244,41 @@ def _attempt(compile_id: str) -> int:
     return int(attempt) if attempt.isdigit() else 0
 
 
-def fix_lines(pairs: list[tuple[str, str]]) -> list[str]:
+def fix_lines(pairs: list[tuple[str, str]], indent: str = "    ") -> list[str]:
     """One ``fix`` line per distinct (kind label, hint)."""
-    return [f"    fix {label}: {hint}" for label, hint in dict.fromkeys(pairs)]
+    return [f"{indent}fix {label}: {hint}" for label, hint in dict.fromkeys(pairs)]
 
 
 def function_block(
-    record: FunctionRecord, violations: list[Violation], root: str | None = None
+    fn: FunctionResult, violations: list[ViolationResult], root: str | None = None
 ) -> list[str]:
-    seconds = record.recompile_seconds
+    seconds = fn["recompile_seconds"]
     cost = f", {seconds:.3f} s spent recompiling" if seconds else ""
     lines = [
-        f"  {record.qualname}  {location(record.filename, record.lineno, root)}",
-        f"    cache entries: {record.cache_entries}, compiles: {record.compiles}, "
-        f"recompiles: {record.recompile_count}{cost}",
+        f"  {fn['qualname']}  {location(fn['file'], fn['line'], root)}",
+        f"    cache entries: {fn['cache_entries']}, compiles: {fn['compiles']}, "
+        f"recompiles: {len(fn['recompiles'])}{cost}",
     ]
     fixes: list[tuple[str, str]] = []
-    for index, recompile in enumerate(record.recompiles, 1):
+    for index, recompile in enumerate(fn["recompiles"], 1):
         lines += recompile_line(index, recompile)
-        fixes += [(r.label, r.hint) for r in recompile.reasons[:1]]
-    if any(_attempt(r.compile_id) > record.cache_entries for r in record.recompiles):
+        fixes += [(reason_label(r), reason_hint(r)) for r in recompile["reasons"][:1]]
+    if any(_attempt(r["compile_id"]) > fn["cache_entries"] for r in fn["recompiles"]):
         lines.append(f"    {COMPILE_ID_NOTE}")
-    for v in violations:
-        if v.function is record and v.kind == "unexpected":
-            fixes += [(r.label, r.hint) for r in v.reasons]
-        if v.function is record and v.kind == "forbidden":
-            for guard in v.guards:
+    own = [v for v in violations if v["function"] == fn["qualname"]]
+    for v in own:
+        if v["kind"] == "unexpected":
+            fixes += [(reason_label(r), reason_hint(r)) for r in v["reasons"]]
+        if v["kind"] == "forbidden":
+            for guard in v["guards"]:
                 lines.append(
-                    f"    forbidden guard [{guard.entry}] {guard.kind} on {guard.source}: "
-                    f"{guard.text}"
+                    f"    forbidden guard [{guard['entry']}] {guard['kind']} on "
+                    f"{guard['source']}: {guard['text']}"
                 )
-                fixes.append((guard.kind, hint_for(guard.kind, None, guard.source, guard.text)))
-    if record.dynamic_sources:
-        sources = ",".join(record.dynamic_sources)
+                hint = hint_for(guard["kind"], None, guard["source"], guard["text"])
+                fixes.append((guard["kind"], hint))
+    if fn["dynamic_sources"]:
+        sources = ",".join(fn["dynamic_sources"])
         fixes.append(
             (
                 "TENSOR_MATCH(size)",
@@ -224,56 +286,99 @@ def function_block(
                 " (torch's automatic-dynamic state after these recompiles)",
             )
         )
-    lines += [f"    guards {entry_line(e)}" for e in record.entries.values()]
-    if any(v.function is record and v.kind == "guards" for v in violations):
+    lines += [f"    guards {entry_line(e)}" for e in fn["entries"]]
+    if any(v["kind"] == "guards" for v in own):
         fixes.append(("too many guards", GUARDS_FIX))
-    if record.limit:
+    if fn["recompile_limit"]:
         lines.append(
-            f"    hit {record.limit} {plural(record.limit_hits, 'time')}: "
-            f"{LIMIT_RAISED if record.limit_raised else EAGER_FALLBACK}"
+            f"    hit {fn['recompile_limit']} {plural(fn['limit_hits'], 'time')}: "
+            f"{LIMIT_RAISED if fn['limit_raised'] else EAGER_FALLBACK}"
         )
     return lines + fix_lines(fixes)
 
 
-def break_lines(
-    breaks: tuple[GraphBreak, ...] | list[GraphBreak], root: str | None = None
-) -> list[str]:
+def break_lines(breaks: list[GraphBreakResult], root: str | None = None) -> list[str]:
     lines = []
     for index, found in enumerate(breaks, 1):
         lines.append(
-            f"  graph break {index} at {location(found.filename, found.lineno, root)} "
-            f"in {found.function}: {found.reason}"
+            f"  graph break {index} at {location(found['file'], found['line'], root)} "
+            f"in {found['function']}: {found['reason']}"
         )
-        if found.line:
-            lines.append(f"      {found.line}")
-        if found.hint:
-            lines.append(f"    fix: {found.hint}")
+        if found["code"]:
+            lines.append(f"      {found['code']}")
+        if found["hint"]:
+            lines.append(f"    fix: {found['hint']}")
     return lines
 
 
-def offenders(records: list[FunctionRecord], violations: list[Violation]) -> list[FunctionRecord]:
-    named = {id(v.function) for v in violations if v.function is not None}
-    bad = [r for r in records if r.recompiles or r.limit or id(r) in named]
-    return sorted(bad, key=lambda r: (not r.limit, -r.recompile_count))
+def offenders(
+    functions: list[FunctionResult], named: frozenset[str] = frozenset()
+) -> list[FunctionResult]:
+    """The functions that recompiled, hit recompile_limit or are ``named`` (by a broken
+    rule), worst first: a limit hit, then the most recompiles."""
+    bad = [
+        f for f in functions if f["recompiles"] or f["recompile_limit"] or f["qualname"] in named
+    ]
+    return sorted(bad, key=lambda f: (not f["recompile_limit"], -len(f["recompiles"])))
 
 
 def failure_message(
-    records: list[FunctionRecord],
-    violations: list[Violation],
+    functions: list[FunctionResult],
+    violations: list[ViolationResult],
     *,
     stopped: bool = False,
     site: str | None = None,
     root: str | None = None,
 ) -> str:
-    lines = [f"{PREFIX} {violation_message(v)}" for v in violations]
-    for record in offenders(records, violations):
-        lines += function_block(record, violations, root)
+    """The failure message of a test (or a process, or a block): its broken rules, then each
+    offending function's block and each broken rule's graph breaks."""
+    lines = [f"{PREFIX} {v['message']}" for v in violations]
+    named = frozenset(v["function"] for v in violations if v["function"] is not None)
+    for fn in offenders(functions, named):
+        lines += function_block(fn, violations, root)
     for v in violations:
-        lines += break_lines(v.breaks, root)
+        lines += break_lines(v["breaks"], root)
     if stopped:
         at = f" at {site}" if site else ""
         lines.append(f"  fail-fast: stopped{at}, before that recompile ran")
     return "\n".join(lines)
+
+
+def kinds_text(entry: EntryGuardsResult, shown: int = 3) -> str:
+    """``88 TYPE_MATCH, 81 TENSOR_MATCH, 81 DIMENSION_DYNAMIC_MARKING_GUARD`` (the kinds
+    that make up most of it) and how many sit on parameters."""
+    if entry["guards"] is None:
+        return "kinds unknown: the entry was gone (a reset) before its guard tree was read"
+    kinds = list(entry["kinds"].items())
+    parts = [f"{n} {kind}" for kind, n in kinds[:shown]]
+    rest = sum(n for _, n in kinds[shown:])
+    if rest:
+        parts.append(f"{rest} other")
+    text = ", ".join(parts)
+    if entry["on_parameters"]:
+        text += f"; {entry['on_parameters']} on module parameters and buffers"
+    return text
+
+
+def entry_line(entry: EntryGuardsResult) -> str:
+    """One entry's guards in a line: ``[0/0] 340 guards (88 TYPE_MATCH, ...); torch:
+    guard_count 505, estimated 131 us per check`` (torch's count is of its guard list
+    before the tree is built; its latency, one noisy measurement at compile time)."""
+    guards, torch_count, latency = (
+        entry["guards"],
+        entry["torch_guard_count"],
+        entry["guard_latency_us"],
+    )
+    if guards is not None:
+        counted = f"{guards} guards ({kinds_text(entry)})"
+    else:
+        counted = f"{torch_count or 0} guards by torch's count ({kinds_text(entry)})"
+    torch = []
+    if guards is not None and torch_count is not None:
+        torch.append(f"guard_count {torch_count}")
+    if latency is not None:
+        torch.append(f"estimated {latency:g} us per check")
+    return f"[{entry['entry']}] {counted}" + (f"; torch: {', '.join(torch)}" if torch else "")
 
 
 def seconds_text(seconds: float) -> str:

@@ -97,6 +97,8 @@ class FunctionResult(TypedDict):
     saved_seconds: float  # what those took when they ran
     recompile_seconds: float
     recompile_limit: str | None
+    limit_hits: int  # calls that found it at recompile_limit
+    limit_raised: bool  # torch raised FailOnRecompileLimitHit there instead of running eagerly
     guards: list[GuardResult] | None
     entries: list[EntryGuardsResult]  # the guards of each entry the block compiled
     dynamic_sources: list[str]  # what torch's automatic dynamic made dynamic after a resize
@@ -115,11 +117,17 @@ class GraphBreakResult(TypedDict):
 
 class ViolationResult(TypedDict):
     """One broken rule: ``message`` is its wording without the ``pytest-recompile:`` prefix,
-    built once; every output reads it."""
+    built once; every output reads it. The evidence beside it is what the failure message
+    shows: the function it concerns (its qualname), the reasons of recompiles of a kind not
+    expected, the forbidden guards installed, the graph breaks."""
 
     kind: ViolationKind
     source: str
     message: str
+    function: str | None
+    reasons: list[ReasonResult]
+    guards: list[GuardResult]
+    breaks: list[GraphBreakResult]
 
 
 class SiteResult(TypedDict):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .markers import Budget
-from .messages import violation_result, who
+from .messages import told, violation_result, who
 from .results import (
     CachesResult,
     FixtureResult,
@@ -99,12 +99,12 @@ def _violations(
     by rank and pid) and, under ``same_compiles_across_ranks``, ranks that diverged."""
     found = [violation_result(v) for v in violations]
     if refused:
-        found.append({"kind": "warm", "source": "warm()", "message": refused})
+        found.append(told("warm", "warm()", refused))
     found += [
         {**v, "message": f"{who(p)}: {v['message']}"} for p in children for v in p["violations"]
     ]
     if diverged and same:
-        found.append({"kind": "divergence", "source": same, "message": diverged})
+        found.append(told("divergence", same, diverged))
     return found
 
 

@@ -19,7 +19,7 @@ import pytest
 from . import messages, processes
 from ._torch import instruments
 from .errors import CompiledWhileWarm, RecompileGateError, stopped_message
-from .messages import failure_message
+from .messages import failure_message, violation_result
 from .names import PREFIX
 from .notices import RecompileStateLeak, warn_at
 from .owners import Owner
@@ -95,7 +95,10 @@ class TestVerdict:
         broke = tracker.note_exception(exc) if exc is not None else None
         found = self.judge()
         self.judged = len(found)
-        message = failure_message(tracker.records, found) if found else None
+        message = None
+        if found:
+            functions = [r.to_dict() for r in tracker.records]
+            message = failure_message(functions, [violation_result(v) for v in found])
         if exc is not None and broke is None:
             return Outcome(section=message)
         if broke is not None or (found and tracker.mode != "report-only"):

@@ -139,6 +139,8 @@ class FunctionRecord:
             "saved_seconds": round(self.saved_seconds, 6),
             "recompile_seconds": round(self.recompile_seconds, 6),
             "recompile_limit": self.limit,
+            "limit_hits": self.limit_hits,
+            "limit_raised": self.limit_raised,
             "guards": [g.to_dict() for g in self.guards] if self.guards is not None else None,
             "entries": [e.to_dict() for e in self.entries.values()],
             "dynamic_sources": list(self.dynamic_sources),

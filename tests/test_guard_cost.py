@@ -13,16 +13,10 @@ import pytest
 from snippets import assert_bad_ini, assert_marker_error, outcomes, read_json
 
 from pytest_recompile._torch import versions
-from pytest_recompile.guard_cost import (
-    GUARDS_FIX,
-    EntryGuards,
-    entry_guards,
-    entry_line,
-    kinds_text,
-    value_guard,
-)
+from pytest_recompile.guard_cost import EntryGuards, entry_guards, value_guard
 from pytest_recompile.guards import installed_guard
 from pytest_recompile.markers import Budget, Rule, budget_from_marks
+from pytest_recompile.messages import GUARDS_FIX, entry_line, kinds_text
 from pytest_recompile.report import SCHEMA_FILE
 
 # A model whose guard tree grows with its layers (torch 2.13, CPU: 36 leaf guards with 2
@@ -74,18 +68,20 @@ def test_entry_guards_counts_kinds_parameters_and_the_users_values() -> None:
         "TYPE_MATCH L['cfg']",
     )
     assert value_guard(leaves[-1]) is None  # torch's guard on a module list's order
-    assert kinds_text(found, shown=2) == (
+    assert kinds_text(found.to_dict(), shown=2) == (
         "3 EQUALS_MATCH, 3 TENSOR_MATCH, 3 other; 2 on module parameters and buffers"
     )
-    assert entry_line(found).endswith("; torch: guard_count 12, estimated 40 us per check")
+    assert entry_line(found.to_dict()).endswith(
+        "; torch: guard_count 12, estimated 40 us per check"
+    )
     assert found.to_dict()["kinds"]["ID_MATCH"] == 2
 
 
 def test_an_entry_gone_before_its_tree_was_read_has_torchs_count_only() -> None:
     gone = EntryGuards("1/0", None, torch_count=505, latency_us=None)
     assert gone.count == 505
-    assert "505 guards by torch's count" in entry_line(gone)
-    assert "kinds unknown" in kinds_text(gone)
+    assert "505 guards by torch's count" in entry_line(gone.to_dict())
+    assert "kinds unknown" in kinds_text(gone.to_dict())
 
 
 def test_max_guards_marker_reads_like_max_recompiles() -> None:

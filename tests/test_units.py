@@ -16,7 +16,13 @@ from pytest_recompile.markers import (
     check_count,
     parse_count_text,
 )
-from pytest_recompile.messages import EAGER_FALLBACK, STOPPED, failure_message, relative
+from pytest_recompile.messages import (
+    EAGER_FALLBACK,
+    STOPPED,
+    failure_message,
+    relative,
+    violation_result,
+)
 from pytest_recompile.names import MAX_RECOMPILES_FORM
 from pytest_recompile.terminal import terminal_lines
 from pytest_recompile.verdict import FunctionRecord, Recompile, judge, rerecords
@@ -163,7 +169,8 @@ def test_failure_message_lists_every_recompile_reason() -> None:
     f = record("f", 2)
     f.recompiles[-1].stopped = True
     rules = Budget(Rule(1, "--recompile-budget=1"))
-    text = failure_message([f], judge([f], rules), stopped=True)
+    found = [violation_result(v) for v in judge([f], rules)]
+    text = failure_message([f.to_dict()], found, stopped=True)
     assert text.startswith(
         "pytest-recompile: 2 recompiles of f (EQUALS_MATCH: G['step'] == 0), "
         "budget 1 (--recompile-budget=1)"
@@ -176,7 +183,7 @@ def test_failure_message_lists_every_recompile_reason() -> None:
 
 def test_limit_message_and_summary() -> None:
     hit = record("h", 7, limit="recompile_limit (8)")
-    text = failure_message([hit], judge([hit], None))
+    text = failure_message([hit.to_dict()], [violation_result(v) for v in judge([hit], None)])
     assert "recompile_limit (8)" in text
     assert EAGER_FALLBACK in text
     failing = {
