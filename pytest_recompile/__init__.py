@@ -16,15 +16,15 @@ _LAZY = {
     "BudgetError": "markers",
     "Reason": "guards",
     "InstalledGuard": "guards",
-    "GraphBreak": "verdict",
+    "GraphBreak": "records",
     "CompiledWhileWarm": "errors",
-    "FunctionRecord": "verdict",
-    "Recompile": "verdict",
+    "FunctionRecord": "records",
+    "Recompile": "records",
     "RecompileBudgetExceeded": "errors",
     "RecompileGateError": "errors",
     "RecompileTracker": "tracker",
     "Rule": "markers",
-    "Violation": "verdict",
+    "Violation": "judge",
     "warm": "tracker",
 }
 
@@ -49,9 +49,10 @@ __all__ = [
 if TYPE_CHECKING:
     from .errors import CompiledWhileWarm, RecompileBudgetExceeded, RecompileGateError
     from .guards import InstalledGuard, Reason
+    from .judge import Violation
     from .markers import Budget, BudgetError, Rule
+    from .records import FunctionRecord, GraphBreak, Recompile
     from .tracker import RecompileTracker, warm
-    from .verdict import FunctionRecord, GraphBreak, Recompile, Violation
 
 
 def __getattr__(name: str) -> Any:

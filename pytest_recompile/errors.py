@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .judge import Violation
 from .messages import failure_message, violation_result
+from .records import FunctionRecord
 from .sites import Site, call_frame
-from .verdict import FunctionRecord, Violation
 
 
 class RecompileGateError(AssertionError):

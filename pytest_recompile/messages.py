@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 
 from .guards import Reason, hint_for, label_for
+from .judge import Violation
 from .names import PREFIX
+from .records import FunctionRecord
 from .results import (
     EntryGuardsResult,
     FunctionResult,
@@ -24,7 +26,6 @@ from .results import (
     ViolationKind,
     ViolationResult,
 )
-from .verdict import FunctionRecord, Violation
 
 STOPPED = "stopped here, before compiling"
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from .judge import Violation, rerecords
 from .markers import Budget
 from .messages import told, violation_result, who
+from .records import FunctionRecord, GraphBreak
 from .results import (
     CachesResult,
     FixtureResult,
@@ -17,7 +19,6 @@ from .results import (
     ViolationResult,
 )
 from .sites import Site
-from .verdict import FunctionRecord, GraphBreak, Violation, rerecords
 
 if TYPE_CHECKING:
     from .owners import Owner

@@ -19,6 +19,7 @@ import pytest
 from . import messages, processes
 from ._torch import instruments
 from .errors import CompiledWhileWarm, RecompileGateError, stopped_message
+from .judge import Violation
 from .messages import failure_message, violation_result
 from .names import PREFIX
 from .notices import RecompileStateLeak, warn_at
@@ -26,7 +27,6 @@ from .owners import Owner
 from .results import FixtureResult, ProcessResult
 from .sites import Site, call_frame
 from .tracker import RecompileTracker
-from .verdict import Violation
 
 
 @dataclass(frozen=True)

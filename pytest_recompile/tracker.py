@@ -24,21 +24,15 @@ from ._torch import caches, dynamic_state, entries, events, hooks, instruments, 
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded
 from .faults import Faults
 from .guards import InstalledGuard
+from .judge import Violation, judge, unknown_functions
 from .markers import Budget, Rule, check_count
 from .messages import warm_message, warm_refusal
 from .names import MODES
 from .recorder import Recorder, event_reasons
+from .records import FunctionRecord, GraphBreak, distinct_breaks
 from .results import CachesResult
 from .sites import call_frame
 from .trees import GuardTrees
-from .verdict import (
-    FunctionRecord,
-    GraphBreak,
-    Violation,
-    distinct_breaks,
-    judge,
-    unknown_functions,
-)
 
 
 class RecompileTracker(Recorder):

@@ -13,7 +13,7 @@ from ._torch import events, guard_tree, instruments
 from .faults import Faults
 from .guard_cost import EntryGuards, entry_guards
 from .guards import InstalledGuard, installed_guard
-from .verdict import FunctionRecord
+from .records import FunctionRecord
 
 # What a read found: the function, its entry's compile id, the entry's guards.
 Found = list[tuple[FunctionRecord, str, EntryGuards]]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_recompile.guards import BACKEND_CHANGED, parse_reason
+from pytest_recompile.judge import judge, rerecords
 from pytest_recompile.markers import (
     Budget,
     BudgetError,
@@ -24,8 +25,8 @@ from pytest_recompile.messages import (
     violation_result,
 )
 from pytest_recompile.names import MAX_RECOMPILES_FORM
+from pytest_recompile.records import FunctionRecord, Recompile
 from pytest_recompile.terminal import terminal_lines
-from pytest_recompile.verdict import FunctionRecord, Recompile, judge, rerecords
 
 
 @dataclass
