@@ -22,15 +22,14 @@ from .budgets import assign_budgets
 from .errors import RecompileBudgetExceeded, RecompileGateError, stopped_message
 from .faults import Faults
 from .isolation import Ledger
-from .messages import failure_message, violation_result
 from .owners import Compiled, Owner
 from .report import junit_properties
-from .results import Carried, TestResult
+from .results import Carried
 from .settings import BUDGET_KEY, RUN_KEY, Settings
-from .tally import result_for_test
-from .testrun import TestRun, TestVerdict, raised
+from .testrun import TestRun
 from .threads import Threads
 from .tracker import RecompileTracker
+from .verdict import TestVerdict, raised
 from .wider import WiderFixtures, used_fixtures, uses_recompiles
 
 
@@ -251,7 +250,11 @@ class Gate:
             tracker = RecompileTracker(
                 budget, mode=self.settings.mode, reset=False, warm_start=True, listen=False
             ).share_faults(self.faults)
-            run.verdict = TestVerdict(tracker.start())
+            run.verdict = TestVerdict(
+                tracker.start(),
+                baseline=self.settings.baseline_counts.get(item.nodeid),
+                isolation=self.isolation,
+            )
             run.start_state = instruments.compile_state()
             run.token = self.children.announce("test", item.nodeid, budget, tracker.mode)
         run.isolating_setup = isolated and self.keeps_entries
@@ -291,11 +294,9 @@ class Gate:
         if stopped is not None:
             _fail(stopped, item)
         if verdict is not None and self.settings.enforced:
-            late = verdict.late_violations()
+            late = verdict.late_failure()
             if late:  # compiles in teardown broke the rules
-                functions = [r.to_dict() for r in verdict.tracker.records]
-                message = failure_message(functions, [violation_result(v) for v in late])
-                pytest.fail(message, pytrace=False)
+                pytest.fail(late, pytrace=False)
         return result
 
     def end_test(self, run: TestRun) -> None:
@@ -323,7 +324,7 @@ class Gate:
             return
         result = None
         if verdict is not None and (call.when == "teardown" or report.failed):
-            result = self.faults.call(self.results, item, verdict)
+            result = verdict.result  # frozen at this phase's end
         if result is not None and call.when == "teardown":
             item.user_properties[:] = junit_properties(item.user_properties, result)
             report.user_properties = list(item.user_properties)
@@ -334,6 +335,7 @@ class Gate:
             "degraded": self.degraded,  # told once per process; the summary says each once
             "faults": [f"{item.nodeid}: {f}" for f in self.faults.take()],
             "threads": self.faults.call(self.threads.take) or [],
+            "trace": None,  # the folder its trace was kept in (set by traces.py)
         }
         self.degraded = []
         if any(carried.values()):
@@ -354,25 +356,6 @@ class Gate:
             # Raised where pytest did not let the gate's hooks catch it (unittest, a thread,
             # a subtest): show the gate's message alone, not torch's frames.
             report.longrepr = stopped_message(stopped, str(item.config.rootpath))
-
-    def results(self, item: pytest.Item, verdict: TestVerdict) -> TestResult:
-        """The test's results so far: they travel on its reports (so under xdist too)."""
-        tracker = verdict.tracker
-        return result_for_test(
-            tracker.records,
-            tracker.budget,
-            verdict.found,
-            tracker.graph_breaks,
-            baseline=self.settings.baseline_counts.get(item.nodeid),
-            device=instruments.device_summary(),
-            cudagraph_recordings=tracker.cudagraph_recordings,
-            isolation=self.isolation,
-            stopped_at=verdict.stopped_at,
-            refused=verdict.refused,
-            processes=verdict.children,
-            divergence=verdict.divergence,
-            caches=tracker.caches,
-        )
 
     @property
     def isolation(self) -> str:

@@ -244,6 +244,7 @@ class Carried(TypedDict):
     degraded: list[str]  # features this torch lacks (once per process)
     faults: list[str]  # contained internal errors (each once)
     threads: list[OutlivedResult]  # compiles on threads that outlived their starter
+    trace: str | None  # the folder the test's trace was kept in (its result's ``trace``)
 
 
 class ReportedTest(TestResult):

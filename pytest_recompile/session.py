@@ -81,8 +81,11 @@ class Collected:
         self.notes.update(dict.fromkeys(carried["degraded"]))
         if carried["gated"]:
             self.gated.add(nodeid)
-        if carried["result"] is not None:
-            self.results[nodeid] = (self.outcomes.get(nodeid, "passed"), carried["result"])
+        result = carried["result"]
+        if result is not None:
+            if carried.get("trace"):  # the kept trace's slot, filled after the result froze
+                result = {**result, "trace": carried["trace"]}
+            self.results[nodeid] = (self.outcomes.get(nodeid, "passed"), result)
 
     def missing(self) -> str | None:
         """Gated tests that ran without figures, in words (None: every one has them)."""

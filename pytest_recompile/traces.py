@@ -192,9 +192,8 @@ class TraceKeeper:
         if not kept:
             return
         carried = getattr(report, "recompile", None)
-        result = carried.get("result") if isinstance(carried, dict) else None
-        if result is not None:
-            result["trace"] = traced.shown
+        if isinstance(carried, dict) and carried.get("result") is not None:
+            carried["trace"] = traced.shown  # its slot: the frozen result is not edited
         if report.failed:
             add_line(report, trace_line(traced.shown))
 

@@ -375,25 +375,30 @@ def test_records_are_keyed_by_code_and_compile_id() -> None:
 FAULTY_CONFTEST = """
 import pytest
 from pytest_recompile._torch import entries
-from pytest_recompile.gate import Gate
+from pytest_recompile.verdict import TestVerdict
 
-real_keep_only, real_results = entries.keep_only, Gate.results
+real_keep_only, real_freeze = entries.keep_only, TestVerdict.freeze
+running = [""]
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item):
+    running[0] = item.name
 
 def broken_keep_only(code, keep):
     if code.co_name == "victim":
         raise RuntimeError("injected keep_only fault")
     return real_keep_only(code, keep)
 
-def broken_results(self, item, tracker):
-    if item.name == "test_5_no_figures":
-        raise RuntimeError("injected results fault")
-    return real_results(self, item, tracker)
+def broken_freeze(self):
+    if running[0] == "test_5_no_figures":
+        raise RuntimeError("injected freeze fault")
+    return real_freeze(self)
 
 def pytest_configure(config):
-    entries.keep_only, Gate.results = broken_keep_only, broken_results
+    entries.keep_only, TestVerdict.freeze = broken_keep_only, broken_freeze
 
 def pytest_unconfigure(config):
-    entries.keep_only, Gate.results = real_keep_only, real_results
+    entries.keep_only, TestVerdict.freeze = real_keep_only, real_freeze
 """
 
 FAULTY = """
@@ -440,7 +445,7 @@ def test_a_fault_in_keeping_entries_is_contained_and_named_once(run, pytester) -
     keep, results = report["faults"]  # each once, though later tests found the code dirty
     assert keep.startswith("test_it.py::test_2: keeping the cache entries of victim")
     assert "injected keep_only fault" in keep
-    assert results.startswith("test_it.py::test_5_no_figures: internal error in broken_results")
+    assert results.startswith("test_it.py::test_5_no_figures: internal error in broken_freeze")
     result.stdout.fnmatch_lines([f"{FAULT}: test_it.py::test_2: keeping the cache entries*"])
 
 

@@ -396,18 +396,18 @@ def test_a_fault_while_a_subtest_fails_is_named_on_the_tests_own_report(run, pyt
         pytest.skip("the subtests fixture is pytest 9's")
     pytester.makeconftest(
         """
-from pytest_recompile.gate import Gate
+from pytest_recompile.verdict import TestVerdict
 
-real_results = Gate.results
+real_freeze = TestVerdict.freeze
 
-def broken_results(self, item, verdict):
-    raise RuntimeError("injected results fault")
+def broken_freeze(self):
+    raise RuntimeError("injected freeze fault")
 
 def pytest_configure(config):
-    Gate.results = broken_results
+    TestVerdict.freeze = broken_freeze
 
 def pytest_unconfigure(config):
-    Gate.results = real_results
+    TestVerdict.freeze = real_freeze
 """
     )
     result = run(
@@ -424,7 +424,7 @@ def test_sub(subtests):
     assert "test_it.py::test_sub" in result.stdout.str()
     faults = read_json("r.json")["faults"]
     assert faults == [
-        "test_it.py::test_sub: internal error in broken_results: RuntimeError: injected results "
+        "test_it.py::test_sub: internal error in broken_freeze: RuntimeError: injected freeze "
         "fault; the gate went on"
     ], faults
 
