@@ -102,7 +102,7 @@ class ChildRecorder:
         self.owners: dict[str, dict[str, Any]] = {}  # owner token -> what the parent said
         self.token: str | None = None
         self.rank: int | None = None
-        self.stopped: dict[str, str] = {}  # owner token -> the message of the refused compile
+        self.stopped: set[str] = set()  # owner tokens fail-fast refused a compile for
         self.faulted = False  # an internal error was told already
         self.lock = threading.RLock()
         self.remove = hooks.install_compile_hook(self.on_compile)
@@ -180,8 +180,9 @@ class ChildRecorder:
                 tracker = self._tracker(owner)
                 try:
                     tracker.on_compile(event)
-                except RecompileBudgetExceeded as exc:
-                    self._write(owner["token"], "stopped", str(exc))
+                except RecompileBudgetExceeded:
+                    self.stopped.add(owner["token"])
+                    self._write(owner["token"], "stopped")
                     raise
                 self._write(owner["token"], "compiling")
         except RecompileBudgetExceeded:
@@ -243,17 +244,12 @@ class ChildRecorder:
 
     # -- records --------------------------------------------------------------------------------
 
-    def _write(
-        self, token: str, state: str, stopped: str | None = None, tracker: Any = None
-    ) -> None:
-        """Append this owner's records as they are now: one line, one write."""
-        from .messages import failure_message, violation_result
+    def _write(self, token: str, state: str, tracker: Any = None) -> None:
+        """Append this owner's records as they are now, data only (the parent words them):
+        one line, one write."""
         from .tally import result_for_test
 
         tracker = tracker or self.trackers[token]
-        if stopped is not None:
-            self.stopped[token] = stopped
-        stopped = self.stopped.get(token)
         owner = self.owners[token]
         records = tracker.records
         found = [v for v in tracker.violations() if v.kind != "unknown_function"]
@@ -271,14 +267,6 @@ class ChildRecorder:
                 tracker.graph_breaks,
                 cudagraph_recordings=tracker.cudagraph_recordings,
                 isolation="process",
-            ),
-            "message": stopped
-            or (
-                failure_message(
-                    [r.to_dict() for r in records], [violation_result(v) for v in found]
-                )
-                if found
-                else None
             ),
             "stopped": token in self.stopped,
         }

@@ -5,12 +5,11 @@ too); pure."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
-from .messages import plural
+from .messages import cache_text, location, plural
 from .names import PREFIX
-from .results import CachesResult, FixtureResult, FunctionResult, TestResult
+from .results import FixtureResult, FunctionResult, TestResult
 
 # As pytest's --durations-min: shorter entries are hidden unless -vv.
 SHORTEST_SHOWN = 0.005
@@ -39,39 +38,6 @@ def title(count: int) -> str:
     return f"slowest {count} compile durations" if count > 0 else "slowest compile durations"
 
 
-def cache_state(caches: CachesResult | None) -> str | None:
-    """``warm`` (every lookup of torch's compile caches hit), ``cold`` (none did),
-    ``partly warm``, or None (no cache was asked: the eager backend)."""
-    if caches is None:
-        return None
-    both = (caches["fx_graph"], caches["aot_autograd"])
-    hits = sum(c["hits"] for c in both)
-    other = sum(c["misses"] + c["bypasses"] for c in both)
-    if not hits and not other:
-        return None
-    return "warm" if not other else "cold" if not hits else "partly warm"
-
-
-def cache_text(caches: CachesResult | None) -> str:
-    """``cold: fx_graph 0 hits, 2 misses; aot_autograd 0 hits, 2 misses`` ("" where no
-    cache was asked)."""
-    state = cache_state(caches)
-    if caches is None or state is None:
-        return ""
-    parts = []
-    for name, found in (("fx_graph", caches["fx_graph"]), ("aot_autograd", caches["aot_autograd"])):
-        bypassed = f", {found['bypasses']} bypassed" if found["bypasses"] else ""
-        parts.append(
-            f"{name} {_counted(found['hits'], 'hit', 'hits')}, "
-            f"{_counted(found['misses'], 'miss', 'misses')}{bypassed}"
-        )
-    return f"{state}: {'; '.join(parts)}"
-
-
-def _counted(count: int, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"
-
-
 @dataclass
 class Spent:
     """Seconds compiling of one test, wider fixture or function."""
@@ -87,19 +53,11 @@ class Spent:
         split = f"{self.first:.2f}s first + {self.recompiles:.2f}s recompiles"
         fixtures = sum(1 for owner in self.owners if owner.startswith("fixture "))
         tests = len(self.owners) - fixtures
-        counted = [_counted(tests, "test", "tests"), _counted(fixtures, "fixture", "fixtures")]
+        counted = [plural(tests, "test"), plural(fixtures, "fixture")]
         where = ", ".join(c for c in counted if not c.startswith("0 "))
         more = f", in {where}" if len(self.owners) > 1 else ""
         caches = f"  [{self.caches}]" if self.caches else ""
         return f"{self.seconds:.2f}s = {split}  {self.name}{more}{caches}"
-
-
-def _shown(path: str, root: str) -> str:
-    try:
-        relative = os.path.relpath(path, root)
-    except ValueError:  # another drive (Windows)
-        return path
-    return path if relative.startswith("..") else relative
 
 
 def spenders(results: list[tuple[str, TestResult]], fixtures: list[FixtureResult]) -> list[Spent]:
@@ -139,7 +97,7 @@ def functions(
     for owner, records in owned:
         for fn in records:
             key = (fn["qualname"], fn["file"], fn["line"])
-            name = f"{fn['qualname']} ({_shown(fn['file'], root)}:{fn['line']})"
+            name = f"{fn['qualname']} ({location(fn['file'], fn['line'], root)})"
             spent = by_function.setdefault(key, Spent(name))
             spent.seconds += fn["compile_seconds"]
             spent.recompiles += fn["recompile_seconds"]

@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from .messages import location
+from .names import HEADROOM
 from .results import FixtureResult, FunctionResult, LimitNeed, LimitResult, TestResult
 from .tally import functions_of
-
-HEADROOM = 2  # the suggested limit: this many times the most entries seen
 
 
 class Held(NamedTuple):
@@ -68,30 +66,3 @@ def limit_need(
         "hit": sorted(hit),
         "partial": partial,
     }
-
-
-def limit_line(need: LimitResult, root: str | None = None) -> str | None:
-    """The summary's last line: the most entries one function held, and the limit that
-    holds the run; None when nothing was compiled."""
-    if not need["functions"]:
-        return None
-    top = need["functions"][0]
-    at = location(top["file"], top["line"], root)
-    entries = "cache entry" if top["most_entries"] == 1 else "cache entries"
-    line = (
-        f"recompile_limit: one function held at most {top['most_entries']} {entries}"
-        f" ({top['qualname']} {at}, in {top['where']}); recompile_limit = {need['suggested']} "
-        f"holds this run with {HEADROOM}x headroom (torch's default is 8)"
-    )
-    if need["partial"]:
-        line += (
-            "; fail-fast stopped recompiles before they made entries: measure with "
-            "--recompile-mode=report-only"
-        )
-    if need["hit"]:
-        whose = "its" if len(need["hit"]) == 1 else "their"
-        line += (
-            f"; {', '.join(need['hit'])} hit the limit, so {whose} need is unknown: "
-            "fix the recompiles first"
-        )
-    return line

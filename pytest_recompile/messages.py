@@ -11,15 +11,19 @@ neither pytest nor torch (the core and child processes use it).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from .guards import Reason, hint_for, label_for
 from .judge import Violation
-from .names import PREFIX
+from .markers import Budget, Rule
+from .names import HEADROOM, PREFIX
 from .records import FunctionRecord
 from .results import (
+    CachesResult,
     EntryGuardsResult,
     FunctionResult,
     GraphBreakResult,
+    LimitResult,
     ProcessResult,
     ReasonResult,
     RecompileResult,
@@ -70,8 +74,9 @@ def location(filename: str, lineno: int, root: str | None = None) -> str:
     return f"{relative(filename, root)}:{lineno}"
 
 
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 test``, ``2 tests``; ``many`` where the plural is not ``word + "s"``."""
+    return f"{count} {word if count == 1 else many or word + 's'}"
 
 
 def _unknown_function(v: Violation) -> str:
@@ -414,10 +419,13 @@ def failure_lines(processes: list[ProcessResult]) -> list[str]:
     """The children's broken rules, each child's message under its rank and pid."""
     lines = []
     for process in processes:
-        if not process["violations"] or not process["message"]:
+        if not process["violations"]:
             continue
-        first, *rest = str(process["message"]).splitlines()
-        lines.append(f"{PREFIX} {who(process)}: {first.removeprefix(PREFIX).strip()}")
+        text = failure_message(
+            process["functions"], process["violations"], stopped=process["stopped"]
+        )
+        first, *rest = text.removeprefix(PREFIX).strip().splitlines()
+        lines.append(f"{PREFIX} {who(process)}: {first}")
         lines += [f"  {line}" for line in rest]
     return lines
 
@@ -430,3 +438,159 @@ def notes(processes: list[ProcessResult]) -> list[str]:
         for p in processes
         if not p["complete"]
     ]
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else "twice" if count == 2 else f"{count} times"
+
+
+def _why(function: dict[str, Any]) -> str:
+    """The guard kinds a function's recompiles failed on: ``TENSOR_MATCH(size)``."""
+    labels = [reason_label(r) for rc in function["recompiles"] for r in rc["reasons"][:1]]
+    return ", ".join(dict.fromkeys(labels)) or "no reason given"
+
+
+def divergence(processes: list[ProcessResult]) -> str | None:
+    """``ranks diverge: rank 0 recompiled `forward` once (TENSOR_MATCH size), rank 1 did
+    not``: ranks that compiled a shared function a different number of times, or for
+    different guard kinds (None: they agree, or fewer than two ranks)."""
+    by_rank: dict[int, dict[str, dict[str, Any]]] = {}
+    for process in processes:
+        if process["rank"] is None:
+            continue
+        functions = by_rank.setdefault(process["rank"], {})
+        for fn in process["functions"]:
+            functions.setdefault(fn["qualname"], {"recompiles": []})["recompiles"] += fn[
+                "recompiles"
+            ]
+    if len(by_rank) < 2:
+        return None
+    parts = []
+    names = sorted({name for functions in by_rank.values() for name in functions})
+    for name in names:
+        seen = {
+            rank: functions.get(name, {"recompiles": []}) for rank, functions in by_rank.items()
+        }
+        shapes = {
+            (len(fn["recompiles"]), _why(fn) if fn["recompiles"] else "") for fn in seen.values()
+        }
+        if len(shapes) < 2:
+            continue
+        words = [
+            f"rank {rank} recompiled `{name}` {_times(len(fn['recompiles']))} ({_why(fn)})"
+            if fn["recompiles"]
+            else f"rank {rank} did not"
+            for rank, fn in sorted(seen.items())
+        ]
+        parts.append(", ".join(words))
+    return f"ranks diverge: {'; '.join(parts)}" if parts else None
+
+
+def cache_state(caches: CachesResult | None) -> str | None:
+    """``warm`` (every lookup of torch's compile caches hit), ``cold`` (none did),
+    ``partly warm``, or None (no cache was asked: the eager backend)."""
+    if caches is None:
+        return None
+    both = (caches["fx_graph"], caches["aot_autograd"])
+    hits = sum(c["hits"] for c in both)
+    other = sum(c["misses"] + c["bypasses"] for c in both)
+    if not hits and not other:
+        return None
+    return "warm" if not other else "cold" if not hits else "partly warm"
+
+
+def cache_text(caches: CachesResult | None) -> str:
+    """``cold: fx_graph 0 hits, 2 misses; aot_autograd 0 hits, 2 misses`` ("" where no
+    cache was asked)."""
+    state = cache_state(caches)
+    if caches is None or state is None:
+        return ""
+    parts = []
+    for name, found in (("fx_graph", caches["fx_graph"]), ("aot_autograd", caches["aot_autograd"])):
+        bypassed = f", {found['bypasses']} bypassed" if found["bypasses"] else ""
+        parts.append(
+            f"{name} {plural(found['hits'], 'hit')}, "
+            f"{plural(found['misses'], 'miss', 'misses')}{bypassed}"
+        )
+    return f"{state}: {'; '.join(parts)}"
+
+
+def limit_line(need: LimitResult, root: str | None = None) -> str | None:
+    """The summary's last line: the most entries one function held, and the limit that
+    holds the run; None when nothing was compiled."""
+    if not need["functions"]:
+        return None
+    top = need["functions"][0]
+    at = location(top["file"], top["line"], root)
+    entries = "cache entry" if top["most_entries"] == 1 else "cache entries"
+    line = (
+        f"recompile_limit: one function held at most {top['most_entries']} {entries}"
+        f" ({top['qualname']} {at}, in {top['where']}); recompile_limit = {need['suggested']} "
+        f"holds this run with {HEADROOM}x headroom (torch's default is 8)"
+    )
+    if need["partial"]:
+        line += (
+            "; fail-fast stopped recompiles before they made entries: measure with "
+            "--recompile-mode=report-only"
+        )
+    if need["hit"]:
+        whose = "its" if len(need["hit"]) == 1 else "their"
+        line += (
+            f"; {', '.join(need['hit'])} hit the limit, so {whose} need is unknown: "
+            "fix the recompiles first"
+        )
+    return line
+
+
+def rules_text(budget: Budget) -> str:
+    """Every rule of a test in words: ``2 in total (--recompile-budget=2); fullgraph``."""
+    parts = []
+    if budget.total is not None:
+        parts.append(f"{budget.total.value} in total ({budget.total.source})")
+    parts += [f"{r.value} for {fn} ({r.source})" for fn, r in budget.per_function.items()]
+    if budget.expect is not None:
+        parts.append(f"recompiles by {', '.join(sorted(budget.expect.value))} only")
+    if budget.forbidden:
+        parts.append(f"no {', '.join(sorted(budget.forbidden))} guards")
+    if budget.fullgraph:
+        parts.append("fullgraph")
+    if budget.max_graph_breaks is not None:
+        parts.append(f"at most {budget.max_graph_breaks.value} graph breaks")
+    if budget.max_cudagraph_rerecords is not None:
+        parts.append(f"at most {budget.max_cudagraph_rerecords.value} CUDA-graph re-records")
+    if budget.same_across_ranks:
+        parts.append("same compiles across ranks")
+    if budget.max_guards is not None:
+        parts.append(f"at most {budget.max_guards.value} guards per cache entry")
+    parts += [
+        f"at most {r.value} guards per entry of {fn} ({r.source})"
+        for fn, r in budget.guards_per_function.items()
+    ]
+    if budget.baseline_guards:
+        parts.append("no more guards than the baseline's, none new on a Python value")
+    return "; ".join(parts) or "no cap"
+
+
+def gate_header(
+    default: Rule[int] | None,
+    max_guards: Rule[int] | None,
+    mode: str,
+    keep_caches: bool,
+    fullgraph: bool,
+    processes: bool,
+) -> str:
+    """The session header's line: what the gate applies to this run."""
+    caches = (
+        "kept across tests"
+        if keep_caches
+        else "isolated (each test starts from its wider fixtures' entries)"
+    )
+    whole = ", fullgraph" if fullgraph else ""
+    whole += "" if processes else ", child processes not gated"
+    budget = f"{default.value} ({default.source})" if default else "none"
+    if max_guards is not None:
+        budget += f", at most {max_guards.value} guards per entry"
+    return (
+        f"recompile gate: active, default budget {budget}, mode {mode}, "
+        f"compile caches {caches}{whole}"
+    )

@@ -64,3 +64,5 @@ PROCESS_MODES = ("on", "off")
 SPOOL_ENV = "PYTEST_RECOMPILE_SPOOL"
 SPOOL_OWNER = "owner"
 SHADOWED_ENV = "PYTEST_RECOMPILE_SITECUSTOMIZE"  # "sys.prefix|file" of the session's own
+
+HEADROOM = 2  # the suggested recompile_limit: this many times the most entries seen

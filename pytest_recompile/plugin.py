@@ -283,9 +283,12 @@ class MarkerCheck:
                 continue
             names = sorted({m.name for m in _marks_of(getattr(plugin, "pytestmark", ()))} & _NAMES)
             if names:
+                from .messages import relative  # only here: start-up stays light
+
+                shown = relative(path, str(session.config.rootpath))
                 warn_at(
                     RecompileMarkerIgnored(
-                        f"{PREFIX} pytestmark in {_shown(path, session)} carries "
+                        f"{PREFIX} pytestmark in {shown} carries "
                         f"{', '.join(f'@pytest.mark.{n}' for n in names)}, which pytest never "
                         "applies (it reads pytestmark in test modules only): no test is gated by "
                         "it. To gate a directory, add the marker in that conftest's "
@@ -302,13 +305,6 @@ def _marks_of(value: object) -> list[pytest.Mark]:
     found = value if isinstance(value, (list, tuple)) else [value]
     marks = [getattr(one, "mark", one) for one in found]
     return [mark for mark in marks if isinstance(mark, pytest.Mark)]
-
-
-def _shown(path: str, session: pytest.Session) -> str:
-    try:
-        return os.path.relpath(path, session.config.rootpath)
-    except ValueError:  # another drive (Windows)
-        return path
 
 
 def _line_of(path: str, name: str) -> int:

@@ -183,57 +183,7 @@ def process_entry(line: dict[str, Any], problem: str | None, alive: bool) -> Pro
         "functions": result["functions"],
         "graph_breaks": result["graph_breaks"],
         "stopped": line["stopped"],
-        "message": line["message"],
     }
-
-
-def _times(count: int) -> str:
-    return "once" if count == 1 else "twice" if count == 2 else f"{count} times"
-
-
-def _why(function: dict[str, Any]) -> str:
-    labels = []
-    for recompile in function["recompiles"]:
-        for reason in recompile["reasons"][:1]:
-            detail = f" {reason['detail']}" if reason.get("detail") else ""
-            labels.append(f"{reason['kind']}{detail}")
-    return ", ".join(dict.fromkeys(labels)) or "no reason given"
-
-
-def divergence(processes: list[ProcessResult]) -> str | None:
-    """``ranks diverge: rank 0 recompiled `forward` once (TENSOR_MATCH size), rank 1 did
-    not``: ranks that compiled a shared function a different number of times, or for
-    different guard kinds (None: they agree, or fewer than two ranks)."""
-    by_rank: dict[int, dict[str, dict[str, Any]]] = {}
-    for process in processes:
-        if process["rank"] is None:
-            continue
-        functions = by_rank.setdefault(process["rank"], {})
-        for fn in process["functions"]:
-            functions.setdefault(fn["qualname"], {"recompiles": []})["recompiles"] += fn[
-                "recompiles"
-            ]
-    if len(by_rank) < 2:
-        return None
-    parts = []
-    names = sorted({name for functions in by_rank.values() for name in functions})
-    for name in names:
-        seen = {
-            rank: functions.get(name, {"recompiles": []}) for rank, functions in by_rank.items()
-        }
-        shapes = {
-            (len(fn["recompiles"]), _why(fn) if fn["recompiles"] else "") for fn in seen.values()
-        }
-        if len(shapes) < 2:
-            continue
-        words = [
-            f"rank {rank} recompiled `{name}` {_times(len(fn['recompiles']))} ({_why(fn)})"
-            if fn["recompiles"]
-            else f"rank {rank} did not"
-            for rank, fn in sorted(seen.items())
-        ]
-        parts.append(", ".join(words))
-    return f"ranks diverge: {'; '.join(parts)}" if parts else None
 
 
 class Children:

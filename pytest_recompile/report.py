@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 
-from .durations import cache_text
 from .guard_cost import entry_count, largest_result
 from .limit import limit_need
-from .messages import who
+from .messages import cache_text, who
 from .results import (
     Environment,
     FixtureResult,

@@ -170,8 +170,7 @@ class ProcessResult(TypedDict):
     limit_hit: list[str]
     functions: list[FunctionResult]
     graph_breaks: list[GraphBreakResult]
-    stopped: bool
-    message: str | None  # the process's failure message, as its test shows it
+    stopped: bool  # fail-fast refused a compile in it (its message is worded where shown)
 
 
 class TestResult(TypedDict):

@@ -86,19 +86,15 @@ class Settings:
         return self.report is not None or self.baseline is not None or self.report_md is not None
 
     def header(self) -> str:
-        caches = (
-            "kept across tests"
-            if self.keep_caches
-            else "isolated (each test starts from its wider fixtures' entries)"
-        )
-        fullgraph = ", fullgraph" if self.fullgraph else ""
-        fullgraph += "" if self.processes else ", child processes not gated"
-        budget = f"{self.default.value} ({self.default.source})" if self.default else "none"
-        if self.max_guards is not None:
-            budget += f", at most {self.max_guards.value} guards per entry"
-        return (
-            f"recompile gate: active, default budget {budget}, mode {self.mode}, "
-            f"compile caches {caches}{fullgraph}"
+        from .messages import gate_header  # only once gated: start-up stays light
+
+        return gate_header(
+            self.default,
+            self.max_guards,
+            self.mode,
+            self.keep_caches,
+            bool(self.fullgraph),
+            self.processes,
         )
 
 

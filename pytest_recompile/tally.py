@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from .judge import Violation, rerecords
 from .markers import Budget
-from .messages import told, violation_result, who
+from .messages import rules_text, told, violation_result, who
 from .records import FunctionRecord, GraphBreak
 from .results import (
     CachesResult,
@@ -50,7 +50,7 @@ def result_for_test(
     return {
         "budget": total.value if total is not None else None,
         "budget_source": total.source if total is not None else None,
-        "rules": budget.describe() if budget is not None else None,
+        "rules": rules_text(budget) if budget is not None else None,
         "baseline": baseline,
         "recompiles": sum(r.recompile_count for r in records),
         "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .limit import limit_line, limit_need
-from .messages import EAGER_FALLBACK, notes, plural, seconds_text
+from .limit import limit_need
+from .messages import EAGER_FALLBACK, first_guard, limit_line, notes, plural, seconds_text
 from .names import PREFIX
 from .results import FixtureResult, OutlivedResult, TestResult
 from .tally import child_recompiles, per_process
@@ -46,10 +46,9 @@ def isolation_lines(tests: list[TestResult]) -> list[str]:
 def fixture_line(fixture: FixtureResult) -> str:
     """A wider fixture that recompiled while set up: recorded, charged to no test."""
     firsts = [
-        f"{fn['qualname']} ({reason['kind']}: {reason['text']})"
+        f"{fn['qualname']} ({guard})"
         for fn in fixture["functions"]
-        for recompile in fn["recompiles"][:1]
-        for reason in recompile["reasons"][:1]
+        if fn["recompiles"] and (guard := first_guard(fn)) is not None
     ]
     what = f": {'; '.join(firsts)}" if firsts else ""
     return (

@@ -26,6 +26,7 @@ import pytest
 
 from ._torch import trace
 from .faults import Faults
+from .messages import relative
 from .names import PREFIX
 from .notices import RecompileTraceUnread, warn_at
 from .settings import BUDGET_KEY, RUN_KEY
@@ -127,7 +128,7 @@ class TraceKeeper:
         folder = os.path.join(self.directory, folder_name(item.nodeid))
         capture = trace.start(os.path.join(self.scratch, f"{self.started}.log"))
         self.live = capture
-        item.stash[TRACE_KEY] = Traced(capture, folder, self.shown(folder))
+        item.stash[TRACE_KEY] = Traced(capture, folder, relative(folder, self.root))
 
     def end(self, item: pytest.Item, traced: Traced) -> None:
         """After the test's teardown: keep the trace if the test broke the gate, else drop it
@@ -196,10 +197,6 @@ class TraceKeeper:
             carried["trace"] = traced.shown  # its slot: the frozen result is not edited
         if report.failed:
             add_line(report, trace_line(traced.shown))
-
-    def shown(self, folder: str) -> str:
-        relative = os.path.relpath(folder, self.root)
-        return folder if relative.startswith(os.pardir) else relative
 
 
 def find_tlparse() -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import messages, processes
+from . import messages
 from ._torch import instruments
 from .errors import CompiledWhileWarm, RecompileGateError, stopped_message
 from .judge import Violation
@@ -96,7 +96,7 @@ class TestVerdict:
         """The test's children's records; functions they compiled are not unknown to a
         ``function=`` budget."""
         self.children = children
-        self.divergence = processes.divergence(children)
+        self.divergence = messages.divergence(children)
         self.elsewhere = frozenset(
             name for p in children for fn in p["functions"] for name in (fn["name"], fn["qualname"])
         )

@@ -442,7 +442,8 @@ def _fn(name: str, entries: int, limit: bool = False) -> dict[str, object]:
 
 
 def test_limit_need_takes_the_most_entries_of_each_function_wherever_held() -> None:
-    from pytest_recompile.limit import limit_line, limit_need
+    from pytest_recompile.limit import limit_need
+    from pytest_recompile.messages import limit_line
 
     results = [
         ("t.py::test_a", {"functions": [_fn("f", 2), _fn("g", 1)], "processes": []}),

@@ -122,7 +122,7 @@ def test_ddp_over_gloo_one_rank_recompiles(pytester: pytest.Pytester) -> None:
         text,
     ), text
     assert (
-        "ranks diverge: rank 0 did not, rank 1 recompiled `Net.forward` once (TENSOR_MATCH size)"
+        "ranks diverge: rank 0 did not, rank 1 recompiled `Net.forward` once (TENSOR_MATCH(size))"
     ) in text
     assert "the test itself raised ProcessRaisedException" in text
     tests = _tests(pytester)

@@ -134,7 +134,7 @@ def test_b(warmed):
     result.stdout.fnmatch_lines(
         [
             "test_it.py: module fixture 'warmed' recompiled 1 time while set up (charged to no"
-            " test): shared (TENSOR_MATCH: " + esc(SIZE) + ")",
+            " test): shared (TENSOR_MATCH(size): " + esc(SIZE) + ")",
             "2 gated tests, 0 recompiles; 0 broke the gate, 0 hit recompile_limit; *",
         ]
     )
