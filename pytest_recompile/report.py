@@ -10,6 +10,7 @@ from .messages import cache_text, who
 from .results import (
     Environment,
     FixtureResult,
+    LimitResult,
     ReportDocument,
     ReportedTest,
     ReportSettings,
@@ -34,6 +35,7 @@ def report_document(
     fixtures: list[FixtureResult] | None = None,
     incomplete: str | None = None,
     faults: list[str] | None = None,
+    need: LimitResult | None = None,
 ) -> ReportDocument:
     """The JSON report (see report.schema.json): ``results`` are (nodeid, outcome, data);
     ``incomplete``: why the run stopped early, if it did."""
@@ -67,7 +69,9 @@ def report_document(
         "tests": tests,
         "fixtures": sorted(fixtures or [], key=lambda f: (f["node"], f["name"])),
         "faults": list(faults or []),
-        "recompile_limit": limit_need([(t["nodeid"], t) for t in tests], fixtures or []),
+        "recompile_limit": need
+        if need is not None
+        else limit_need([(t["nodeid"], t) for t in tests], fixtures or []),
     }
 
 

@@ -23,6 +23,7 @@ from ._torch import caches, versions
 from .baseline import baseline_document, write_json_atomic, write_text_atomic
 from .ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
 from .durations import duration_lines, job_id_line, title
+from .limit import limit_need
 from .messages import plural
 from .names import PREFIX
 from .report import report_document
@@ -30,6 +31,7 @@ from .results import (
     Carried,
     Environment,
     FixtureResult,
+    LimitResult,
     OutlivedResult,
     ReportDocument,
     ReportSettings,
@@ -59,6 +61,14 @@ class Collected:
     notes: dict[str, None] = field(default_factory=dict)  # features this torch lacks, once each
     outlived: list[OutlivedResult] = field(default_factory=list)  # threads' compiles, no test's
     gated: set[str] = field(default_factory=set)  # gated tests that ran to their teardown
+    _need: LimitResult | None = None
+
+    def need(self) -> LimitResult:
+        """The recompile_limit the run needs, measured once for the summary and the report."""
+        if self._need is None:
+            results = [(nodeid, data) for nodeid, (_, data) in self.results.items()]
+            self._need = limit_need(results, self.fixtures)
+        return self._need
 
     def add(self, report: pytest.TestReport) -> None:
         """One report of a test: its phase's outcome, and what it carries."""
@@ -111,7 +121,9 @@ class SessionReport:
     def lines(self) -> Iterator[tuple[str, bool]]:
         collected = self.collected
         results = [(nodeid, data) for nodeid, (_, data) in collected.results.items()]
-        plain = terminal_lines(results, collected.fixtures, enforced=self.enforced)
+        plain = terminal_lines(
+            results, collected.fixtures, enforced=self.enforced, need=collected.need()
+        )
         if self.incomplete is not None:
             plain.append(f"{INCOMPLETE}: {self.incomplete}")
         if self.missing is not None:
@@ -286,6 +298,7 @@ class SessionResults:
             collected.fixtures,
             self.incomplete or self.missing,
             collected.faults,
+            collected.need(),
         )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from .limit import limit_need
 from .messages import EAGER_FALLBACK, first_guard, limit_line, notes, plural, seconds_text
 from .names import PREFIX
-from .results import FixtureResult, OutlivedResult, TestResult
+from .results import FixtureResult, LimitResult, OutlivedResult, TestResult
 from .tally import child_recompiles, per_process
 
 ISOLATION_HINT = (
@@ -73,11 +73,13 @@ def terminal_lines(
     fixtures: list[FixtureResult] | None = None,
     *,
     enforced: bool = True,
+    need: LimitResult | None = None,
 ) -> list[str]:
     """Lines for the terminal summary: each test that broke the gate or beat its baseline,
-    wider fixtures that recompiled while set up, then the totals. Sorted by node id, so
-    serial and pytest-xdist runs print the same. ``enforced=False`` (report-only): tests
-    "would have broken" the gate."""
+    wider fixtures that recompiled while set up, then the totals and the recompile_limit the
+    run needs (``need``, measured once for every output; measured here when not given).
+    Sorted by node id, so serial and pytest-xdist runs print the same. ``enforced=False``
+    (report-only): tests "would have broken" the gate."""
     results = sorted(results, key=lambda pair: pair[0])
     lines = []
     failing = [(nodeid, data) for nodeid, data in results if data["violations"]]
@@ -103,8 +105,8 @@ def terminal_lines(
     lines += isolation_lines([data for _, data in results])
     if any(data["isolation"] == "reset" for _, data in results):
         lines.append(f"isolation: {RESET_FALLBACK}")
-    need = limit_line(limit_need(results, fixtures or ()))
-    return lines + ([need] if need is not None else [])
+    line = limit_line(need if need is not None else limit_need(results, fixtures or ()))
+    return lines + ([line] if line is not None else [])
 
 
 def process_lines(results: list[tuple[str, TestResult]]) -> list[str]:
