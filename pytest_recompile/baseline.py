@@ -1,4 +1,4 @@
-"""The baseline file, and atomic JSON writes (shared with the JSON report).
+"""The baseline file.
 
 A baseline records, per test, the recompiles it makes today, so that a large suite can turn
 the gate on without fixing everything first: a test may not go above its baseline, and a
@@ -10,14 +10,12 @@ test before it ever recompiles.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from .files import OutputFileError
 
 if TYPE_CHECKING:  # read at every start-up (settings): the types cost nothing at run time
     from .markers import GuardBaseline
@@ -28,7 +26,7 @@ BASELINE_VERSION = 1
 UPDATE_HINT = "write one with --recompile-baseline-update"
 
 
-class BaselineError(ValueError):
+class BaselineError(OutputFileError):
     """A baseline file that is missing, unreadable or not a baseline."""
 
 
@@ -113,7 +111,7 @@ def baseline_document(results: Mapping[str, TestResult]) -> BaselineDocument:
     """The baseline of a run: every gated test that recompiled, with its counts (a budget
     applies to each process: the count of the process that recompiled most, and each
     function's most in one process)."""
-    from .tally import functions_of, per_process
+    from .results import functions_of, per_process
 
     tests: dict[str, BaselineTest] = {}
     for nodeid in sorted(results):
@@ -137,75 +135,3 @@ def baseline_document(results: Mapping[str, TestResult]) -> BaselineDocument:
                 "values": {name: sorted(found) for name, found in values.items()},
             }
     return {"schema": BASELINE_SCHEMA, "version": BASELINE_VERSION, "tests": tests}
-
-
-def write_json_atomic(path: str, data: object) -> None:
-    """Write ``data`` as JSON to ``path`` (see :func:`write_text_atomic`)."""
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
-def write_text_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename, creating missing
-    directories as ``--junitxml`` does.
-
-    The file gets the mode an ordinary ``open()`` would give it (the umask's, or the mode of
-    the file it replaces), not the temporary file's 0600: artifact uploaders running as
-    another user must be able to read it. A failure at any point (an unserialisable value, a
-    full disk) leaves the previous file as it was, and no temporary file behind.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".recompile-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, _new_file_mode(path))
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-
-
-def _new_file_mode(path: str) -> int:
-    """The mode of the file at ``path`` if there is one, else 0666 less the umask."""
-    try:
-        return stat.S_IMODE(os.stat(path).st_mode)
-    except OSError:
-        pass
-    return 0o666 & ~_umask()
-
-
-def _umask() -> int:
-    """The process's umask: from /proc where Linux gives it, else by setting and restoring
-    it (the only portable way, briefly process-wide)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def check_writable(path: str, where: str) -> None:
-    """Fail early for a report or baseline path that cannot be written; missing directories
-    are fine (they are created when the file is written) if the nearest existing one is
-    writable."""
-    if os.path.isdir(path):
-        raise BaselineError(f"{where}: {path} is a directory; give a file path")
-    directory = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(directory):
-        parent = os.path.dirname(directory)
-        if parent == directory:  # a drive or share that does not exist
-            raise BaselineError(f"{where}: cannot create a directory for {path}: no such drive")
-        directory = parent
-    if not os.path.isdir(directory):
-        raise BaselineError(f"{where}: cannot create a directory for {path}: {directory} is a file")
-    if not os.access(directory, os.W_OK):
-        raise BaselineError(f"{where}: {directory} is not writable, so {path} cannot be written")

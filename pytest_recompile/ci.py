@@ -26,8 +26,14 @@ from .messages import (
 from .messages import (
     offenders as worst_first,
 )
-from .results import FunctionResult, ReasonResult, TestResult
-from .tally import functions_of, per_process
+from .results import (
+    FunctionResult,
+    ReasonResult,
+    TestResult,
+    below_baseline,
+    functions_of,
+    per_process,
+)
 from .terminal import INCOMPLETE
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
@@ -37,7 +43,7 @@ SUMMARY_LIMIT = 1024 * 1024
 TOP_FUNCTIONS = 10
 TITLE = "torch.compile recompile gate"
 
-Results = Mapping[str, tuple[str, TestResult]]  # nodeid -> (outcome, summary)
+Results = Mapping[str, tuple[str, TestResult]]  # nodeid -> (outcome, result)
 
 
 # -- Markdown -------------------------------------------------------------------------------
@@ -174,7 +180,7 @@ def _tighten_rows(results: Results) -> list[str]:
     return [
         f"- {_code(nodeid)}: {plural(per_process(data), 'recompile')}, baseline {data['baseline']}"
         for nodeid, (_, data) in sorted(results.items())
-        if data["baseline"] is not None and per_process(data) < data["baseline"]
+        if below_baseline(data)
     ]
 
 

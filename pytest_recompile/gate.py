@@ -22,8 +22,8 @@ from .budgets import assign_budgets
 from .errors import RecompileBudgetExceeded, RecompileGateError, stopped_message
 from .faults import Faults
 from .isolation import Ledger
+from .junit import junit_properties
 from .owners import Compiled, Owner
-from .report import junit_properties
 from .results import Carried
 from .settings import BUDGET_KEY, RUN_KEY, Settings
 from .testrun import TestRun
@@ -362,6 +362,29 @@ class Gate:
         if self.settings.keep_caches:
             return "off"
         return "entries" if self.keeps_entries else "reset"
+
+
+class TraceLogUncaptured:
+    """Inside pytest's log capture (so registered beside the Gate, innermost): gated tests'
+    phases run without pytest's handlers on torch's structured-trace logger."""
+
+    def _quiet(self, item: pytest.Item) -> Generator[None, None, None]:
+        if item.stash.get(BUDGET_KEY, None) is None:
+            return (yield)
+        with instruments.trace_log_uncaptured():
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        return (yield from self._quiet(item))
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        return (yield from self._quiet(item))
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        return (yield from self._quiet(item))
 
 
 def _fail(stopped: RecompileBudgetExceeded, item: pytest.Item) -> NoReturn:

@@ -12,8 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from .names import HEADROOM
-from .results import FixtureResult, FunctionResult, LimitNeed, LimitResult, TestResult
-from .tally import functions_of
+from .results import FixtureResult, FunctionResult, LimitNeed, LimitResult, TestResult, functions_of
 
 
 class Held(NamedTuple):

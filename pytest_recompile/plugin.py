@@ -167,13 +167,12 @@ def register_gate(config: pytest.Config, settings: Settings) -> None:
         versions.check_version()
     except versions.TorchUnsupported as exc:
         raise pytest.UsageError(str(exc)) from None
-    from .gate import Gate
-    from .quiet import QuietTrace
+    from .gate import Gate, TraceLogUncaptured
 
     worker = hasattr(config, "workerinput")
     gate = Gate(settings, worker=worker)
     config.pluginmanager.register(gate, "recompile-gate")
-    config.pluginmanager.register(QuietTrace(), "recompile-quiet-trace")
+    config.pluginmanager.register(TraceLogUncaptured(), "recompile-trace-log-uncaptured")
     if settings.trace is not None:
         from .traces import TraceKeeper
 

@@ -1,12 +1,10 @@
-"""The JSON report document and the JUnit XML properties of a test."""
+"""The JSON report document (``--recompile-report``; its schema: report.schema.json)."""
 
 from __future__ import annotations
 
 import os
 
-from .guard_cost import entry_count, largest_result
 from .limit import limit_need
-from .messages import cache_text, who
 from .results import (
     Environment,
     FixtureResult,
@@ -16,7 +14,6 @@ from .results import (
     ReportSettings,
     TestResult,
 )
-from .tally import functions_of
 
 REPORT_SCHEMA = "pytest-recompile/report"
 
@@ -73,46 +70,3 @@ def report_document(
         if need is not None
         else limit_need([(t["nodeid"], t) for t in tests], fixtures or []),
     }
-
-
-JUNIT_NAMES = (
-    "recompiles",
-    "recompile_budget",
-    "recompile_budget_source",
-    "recompile_worst",
-    "recompile_seconds",
-    "recompile_compile_seconds",
-    "recompile_first_compile_seconds",
-    "recompile_caches",
-    "recompile_processes",
-    "recompile_max_guards",
-    "recompile_guard_latency_us",
-)
-
-
-def junit_properties(
-    properties: list[tuple[str, object]], data: TestResult
-) -> list[tuple[str, object]]:
-    """A test's user properties with this attempt's recompile figures (JUnit XML reads the
-    teardown report's): earlier attempts' figures (reruns) replaced, the others kept."""
-    kept = [p for p in properties if p[0] not in JUNIT_NAMES]
-    ours: list[tuple[str, object]] = [
-        ("recompiles", data["recompiles"]),
-        ("recompile_budget", "" if data["budget"] is None else data["budget"]),
-        ("recompile_budget_source", data["budget_source"] or ""),
-        ("recompile_worst", data["worst"] or ""),
-        ("recompile_seconds", data["recompile_seconds"]),
-        ("recompile_compile_seconds", data["compile_seconds"]),
-        ("recompile_first_compile_seconds", data["first_compile_seconds"]),
-        ("recompile_caches", cache_text(data["caches"])),  # "cold: fx_graph 0 hits, 2 misses; ..."
-    ]
-    most = largest_result(fn for _, fn in functions_of(data))
-    if most is not None:  # the entry that checks the most guards, and torch's estimate
-        fn, entry = most
-        latency = entry["guard_latency_us"]
-        ours.append(("recompile_max_guards", f"{entry_count(entry)} ({fn['qualname']})"))
-        ours.append(("recompile_guard_latency_us", "" if latency is None else latency))
-    if data["processes"]:  # "rank 0 (pid 4241): 0; rank 1 (pid 4242): 1"
-        children = [f"{who(p)}: {p['recompiles']}" for p in data["processes"]]
-        ours.append(("recompile_processes", "; ".join(children)))
-    return kept + ours

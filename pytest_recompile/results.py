@@ -9,6 +9,7 @@ summary and the baseline all read these; none re-derives them from text.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Literal, TypedDict
 
 RuleKind = Literal[
@@ -341,3 +342,28 @@ class BaselineDocument(TypedDict):
     schema: str
     version: int
     tests: dict[str, BaselineTest]
+
+
+def functions_of(data: TestResult) -> Iterator[tuple[ProcessResult | None, FunctionResult]]:
+    """The test's functions, then each child process's, with the process (None: the test's
+    own)."""
+    for fn in data["functions"]:
+        yield None, fn
+    for process in data.get("processes") or ():
+        for fn in process["functions"]:
+            yield process, fn
+
+
+def per_process(data: TestResult) -> int:
+    """The most recompiles one process of the test made (the test's own or a child's): what
+    a budget, applied to each process, and so a baseline, caps."""
+    return int(max([data["recompiles"], *(p["recompiles"] for p in data.get("processes") or ())]))
+
+
+def child_recompiles(data: TestResult) -> int:
+    return sum(p["recompiles"] for p in data.get("processes") or ())
+
+
+def below_baseline(data: TestResult) -> bool:
+    """The test recompiled less than its baseline allows: the baseline can be tightened."""
+    return data["baseline"] is not None and per_process(data) < data["baseline"]

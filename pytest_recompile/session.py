@@ -20,9 +20,10 @@ import pytest
 
 from . import __version__
 from ._torch import caches, versions
-from .baseline import baseline_document, write_json_atomic, write_text_atomic
+from .baseline import baseline_document
 from .ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
 from .durations import duration_lines, job_id_line, title
+from .files import write_json_atomic, write_text_atomic
 from .limit import limit_need
 from .messages import plural
 from .names import PREFIX

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .baseline import BaselineError, check_writable, read_baseline
+from .baseline import BaselineError, read_baseline
+from .files import OutputFileError, check_writable
 from .names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
 
 # markers.py is imported where a value is parsed: a run that asks for nothing never loads it.
@@ -68,7 +69,7 @@ class Settings:
         )
         try:
             return _with_files(config, replace(settings, trace=_trace_dir(config)))
-        except BaselineError as exc:
+        except OutputFileError as exc:  # a BaselineError too
             raise pytest.UsageError(str(exc)) from None
 
     @property

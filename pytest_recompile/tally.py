@@ -3,9 +3,6 @@ values of :mod:`.results`: they travel on pytest's reports)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
-
 from .judge import Violation, rerecords
 from .markers import Budget
 from .messages import rules_text, told, violation_result, who
@@ -13,15 +10,11 @@ from .records import FunctionRecord, GraphBreak
 from .results import (
     CachesResult,
     FixtureResult,
-    FunctionResult,
     ProcessResult,
     TestResult,
     ViolationResult,
 )
 from .sites import Site
-
-if TYPE_CHECKING:
-    from .owners import Owner
 
 
 def result_for_test(
@@ -109,40 +102,23 @@ def _violations(
     return found
 
 
-def functions_of(data: TestResult) -> Iterator[tuple[ProcessResult | None, FunctionResult]]:
-    """The test's functions, then each child process's, with the process (None: the test's
-    own)."""
-    for fn in data["functions"]:
-        yield None, fn
-    for process in data.get("processes") or ():
-        for fn in process["functions"]:
-            yield process, fn
-
-
-def per_process(data: TestResult) -> int:
-    """The most recompiles one process of the test made (the test's own or a child's): what
-    a budget, applied to each process, and so a baseline, caps."""
-    return int(max([data["recompiles"], *(p["recompiles"] for p in data.get("processes") or ())]))
-
-
-def child_recompiles(data: TestResult) -> int:
-    return sum(p["recompiles"] for p in data.get("processes") or ())
-
-
 def fixture_result(
-    owner: Owner,
+    fixture: str,
+    name: str,
+    scope: str,
+    node: str,
     records: list[FunctionRecord],
     graph_breaks: list[GraphBreak],
     processes: list[ProcessResult] | None = None,
 ) -> FixtureResult:
-    """A wider fixture's compiles while it was set up, its child processes' included
-    (JSON-ready: it travels on a report)."""
+    """A wider fixture's compiles while it was set up (``fixture``: it in words), its child
+    processes' included (JSON-ready: it travels on a report)."""
     children = processes or []
     return {
-        "fixture": owner.describe(),
-        "name": owner.name,
-        "scope": owner.scope,
-        "node": owner.location,
+        "fixture": fixture,
+        "name": name,
+        "scope": scope,
+        "node": node,
         "compiles": sum(r.compiles for r in records),
         "recompiles": sum(r.recompile_count for r in records)
         + sum(p["recompiles"] for p in children),

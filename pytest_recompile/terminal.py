@@ -8,8 +8,15 @@ from collections.abc import Iterable
 from .limit import limit_need
 from .messages import EAGER_FALLBACK, first_guard, limit_line, notes, plural, seconds_text
 from .names import PREFIX
-from .results import FixtureResult, LimitResult, OutlivedResult, TestResult
-from .tally import child_recompiles, per_process
+from .results import (
+    FixtureResult,
+    LimitResult,
+    OutlivedResult,
+    TestResult,
+    below_baseline,
+    child_recompiles,
+    per_process,
+)
 
 ISOLATION_HINT = (
     "warm shared compiled models once in a module- or session-scoped fixture: what it "
@@ -88,11 +95,7 @@ def terminal_lines(
         cost = f"; recompiles cost {seconds_text(seconds)}" if seconds >= 0.005 else ""
         messages = "; ".join(v["message"] for v in data["violations"])
         lines.append(f"{nodeid}: {messages}{cost}")
-    better = [
-        (nodeid, data)
-        for nodeid, data in results
-        if data["baseline"] is not None and per_process(data) < data["baseline"]
-    ]
+    better = [(nodeid, data) for nodeid, data in results if below_baseline(data)]
     for nodeid, data in better:
         lines.append(
             f"{nodeid}: {plural(per_process(data), 'recompile')}, below its baseline of "

@@ -105,7 +105,15 @@ class WiderFixtures:
         children = self.children.records([token])
         run = self.current()
         if (tracker.records or children) and run is not None:
-            result = fixture_result(owner, tracker.records, tracker.graph_breaks, children)
+            result = fixture_result(
+                owner.describe(),
+                owner.name,
+                owner.scope,
+                owner.location,
+                tracker.records,
+                tracker.graph_breaks,
+                children,
+            )
             run.fixtures.append(result)
 
     def _leak_baseline(self) -> instruments.CompileState | None:

@@ -28,8 +28,8 @@ from pytest_recompile.baseline import (
     BASELINE_SCHEMA,
     BaselineError,
     read_baseline,
-    write_json_atomic,
 )
+from pytest_recompile.files import write_json_atomic
 from pytest_recompile.names import PREFIX
 from pytest_recompile.report import SCHEMA_FILE
 from pytest_recompile.terminal import INCOMPLETE
