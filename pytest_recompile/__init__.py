@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Budget": "markers",
-    "BudgetError": "markers",
+    "Budget": "budget",
+    "BudgetError": "budget",
     "Reason": "guards",
     "InstalledGuard": "guards",
     "GraphBreak": "records",
@@ -23,7 +23,7 @@ _LAZY = {
     "RecompileBudgetExceeded": "errors",
     "RecompileGateError": "errors",
     "RecompileTracker": "tracker",
-    "Rule": "markers",
+    "Rule": "budget",
     "Violation": "judge",
     "warm": "tracker",
 }
@@ -47,10 +47,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .budget import Budget, BudgetError, Rule
     from .errors import CompiledWhileWarm, RecompileBudgetExceeded, RecompileGateError
     from .guards import InstalledGuard, Reason
     from .judge import Violation
-    from .markers import Budget, BudgetError, Rule
     from .records import FunctionRecord, GraphBreak, Recompile
     from .tracker import RecompileTracker, warm
 

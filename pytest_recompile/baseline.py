@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from .files import OutputFileError
 
 if TYPE_CHECKING:  # read at every start-up (settings): the types cost nothing at run time
-    from .markers import GuardBaseline
+    from .budget import GuardBaseline
     from .results import BaselineDocument, BaselineTest, TestResult
 
 BASELINE_SCHEMA = "pytest-recompile/baseline"

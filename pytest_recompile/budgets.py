@@ -13,7 +13,8 @@ from collections.abc import Iterable
 
 import pytest
 
-from .markers import Budget, BudgetError, Rule, budget_from_marks
+from .budget import Budget, BudgetError, Rule
+from .markers import budget_from_marks
 from .names import MARKERS, PREFIX
 from .settings import BUDGET_KEY, Settings
 

@@ -133,7 +133,7 @@ class ChildRecorder:
         key = token.decode()
         owner = self.owners.get(key)
         if owner is None:
-            from .markers import Budget
+            from .budget import Budget
 
             owner = self.owners[key] = json.loads(rest)
             owner["token"] = key

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .budget import Budget
 from .guard_cost import EntryGuards, largest
 from .guards import InstalledGuard, Reason, kind_matches
-from .markers import Budget
 from .records import FunctionRecord, GraphBreak, Recompile, distinct_breaks
 from .results import RuleKind
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .budget import Budget, Rule
 from .guards import Reason, hint_for, label_for
 from .judge import Violation
-from .markers import Budget, Rule
 from .names import HEADROOM, PREFIX
 from .records import FunctionRecord
 from .results import (

@@ -27,8 +27,8 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
+from .budget import Budget
 from .faults import Faults
-from .markers import Budget
 from .names import SHADOWED_ENV, SPOOL_ENV, SPOOL_OWNER
 from .results import ProcessResult
 

@@ -3,8 +3,8 @@ values of :mod:`.results`: they travel on pytest's reports)."""
 
 from __future__ import annotations
 
+from .budget import Budget
 from .judge import Violation, rerecords
-from .markers import Budget
 from .messages import rules_text, told, violation_result, who
 from .records import FunctionRecord, GraphBreak
 from .results import (

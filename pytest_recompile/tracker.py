@@ -21,11 +21,11 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from types import TracebackType
 
 from ._torch import caches, dynamic_state, entries, events, hooks, instruments, versions
+from .budget import Budget, Rule, check_count
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded
 from .faults import Faults
 from .guards import InstalledGuard
 from .judge import Violation, judge, unknown_functions
-from .markers import Budget, Rule, check_count
 from .messages import warm_message, warm_refusal
 from .names import MODES
 from .recorder import Recorder, event_reasons

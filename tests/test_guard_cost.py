@@ -13,9 +13,10 @@ import pytest
 from snippets import assert_bad_ini, assert_marker_error, outcomes, read_json
 
 from pytest_recompile._torch import versions
+from pytest_recompile.budget import Budget, Rule
 from pytest_recompile.guard_cost import EntryGuards, entry_guards, value_guard
 from pytest_recompile.guards import installed_guard
-from pytest_recompile.markers import Budget, Rule, budget_from_marks
+from pytest_recompile.markers import budget_from_marks
 from pytest_recompile.messages import GUARDS_FIX, entry_line, kinds_text
 from pytest_recompile.report import SCHEMA_FILE
 

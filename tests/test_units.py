@@ -7,16 +7,10 @@ from typing import Any
 
 import pytest
 
+from pytest_recompile.budget import Budget, BudgetError, Rule, check_count, parse_count_text
 from pytest_recompile.guards import BACKEND_CHANGED, parse_reason
 from pytest_recompile.judge import judge, rerecords
-from pytest_recompile.markers import (
-    Budget,
-    BudgetError,
-    Rule,
-    budget_from_marks,
-    check_count,
-    parse_count_text,
-)
+from pytest_recompile.markers import budget_from_marks
 from pytest_recompile.messages import (
     EAGER_FALLBACK,
     STOPPED,

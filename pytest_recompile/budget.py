@@ -1,0 +1,143 @@
+"""A test's rules, as one value: :class:`Budget` (each :class:`Rule` with where it came
+from), and the checks of a count (pure). :mod:`.markers` builds it from the markers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+GuardBaseline = tuple[int, frozenset[str]]  # a function's most guards, its value guards
+
+
+class BudgetError(ValueError):
+    """A budget value that is not a non-negative integer, or a malformed marker."""
+
+
+@dataclass(frozen=True)
+class Rule(Generic[T]):
+    """One rule of a test and where it came from (``--recompile-budget=0``, a marker)."""
+
+    value: T
+    source: str
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The rules of one test.
+
+    ``total`` caps the sum over the functions that have no budget of their own (over all
+    functions when ``total_counts_named``, as for an explicit ``max_recompiles(n)``); None
+    means no cap. ``per_function`` caps single functions, matched by name or qualname.
+    ``expect``: the guard kinds allowed to trigger a recompile (None: any); ``forbid``: the
+    kinds that may not be installed on the test's own values; ``fullgraph``: where fullgraph
+    semantics came from (None: off).
+    """
+
+    total: Rule[int] | None = None
+    per_function: Mapping[str, Rule[int]] = field(default_factory=dict)
+    total_counts_named: bool = False
+    expect: Rule[frozenset[str]] | None = None
+    forbid: Rule[frozenset[str]] | None = None
+    fullgraph: str | None = None
+    max_graph_breaks: Rule[int] | None = None
+    max_cudagraph_rerecords: Rule[int] | None = None
+    same_across_ranks: str | None = None  # where the rule came from (None: divergence reported)
+    max_guards: Rule[int] | None = None  # guards of any one cache entry, every function
+    guards_per_function: Mapping[str, Rule[int]] = field(default_factory=dict)
+    baseline_guards: Mapping[str, GuardBaseline] = field(default_factory=dict)  # by qualname
+
+    def for_function(self, name: str, qualname: str) -> Rule[int] | None:
+        found = self.per_function.get(qualname)
+        return found if found is not None else self.per_function.get(name)
+
+    def guards_for(self, name: str, qualname: str) -> Rule[int] | None:
+        """The most guards one of this function's cache entries may check."""
+        found = self.guards_per_function.get(qualname) or self.guards_per_function.get(name)
+        return found if found is not None else self.max_guards
+
+    @property
+    def named(self) -> dict[str, str]:
+        """The functions the rules name (by name or qualname), each with a rule's source."""
+        found = {name: rule.source for name, rule in self.per_function.items()}
+        for name, rule in self.guards_per_function.items():
+            found.setdefault(name, rule.source)
+        return found
+
+    @property
+    def forbidden(self) -> frozenset[str]:
+        return self.forbid.value if self.forbid is not None else frozenset()
+
+    def to_json(self) -> dict[str, Any]:
+        """The budget as JSON values (a rule as ``[value, source]``, kinds sorted): how it
+        crosses to a child process, which rebuilds it with :meth:`from_json`."""
+
+        def rule(found: Rule[Any] | None) -> list[Any] | None:
+            if found is None:
+                return None
+            value = sorted(found.value) if isinstance(found.value, frozenset) else found.value
+            return [value, found.source]
+
+        return {
+            "total": rule(self.total),
+            "per_function": {name: rule(r) for name, r in self.per_function.items()},
+            "total_counts_named": self.total_counts_named,
+            "expect": rule(self.expect),
+            "forbid": rule(self.forbid),
+            "fullgraph": self.fullgraph,
+            "max_graph_breaks": rule(self.max_graph_breaks),
+            "max_cudagraph_rerecords": rule(self.max_cudagraph_rerecords),
+            "same_across_ranks": self.same_across_ranks,
+            "max_guards": rule(self.max_guards),
+            "guards_per_function": {n: rule(r) for n, r in self.guards_per_function.items()},
+            "baseline_guards": {n: [c, sorted(v)] for n, (c, v) in self.baseline_guards.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Budget:
+        def count(found: list[Any] | None) -> Rule[int] | None:
+            return Rule(int(found[0]), str(found[1])) if found is not None else None
+
+        def kinds(found: list[Any] | None) -> Rule[frozenset[str]] | None:
+            return Rule(frozenset(found[0]), str(found[1])) if found is not None else None
+
+        def named(rules: Mapping[str, list[Any]]) -> dict[str, Rule[int]]:
+            return {name: Rule(int(r[0]), str(r[1])) for name, r in rules.items()}
+
+        kept = data["baseline_guards"]
+        return cls(
+            total=count(data["total"]),
+            per_function=named(data["per_function"]),
+            total_counts_named=bool(data["total_counts_named"]),
+            expect=kinds(data["expect"]),
+            forbid=kinds(data["forbid"]),
+            fullgraph=data["fullgraph"],
+            max_graph_breaks=count(data["max_graph_breaks"]),
+            max_cudagraph_rerecords=count(data["max_cudagraph_rerecords"]),
+            same_across_ranks=data["same_across_ranks"],
+            max_guards=count(data["max_guards"]),
+            guards_per_function=named(data["guards_per_function"]),
+            baseline_guards={n: (int(c), frozenset(v)) for n, (c, v) in kept.items()},
+        )
+
+
+def check_count(value: object, where: str) -> int:
+    """A budget is a non-negative int; bool, float and str are refused."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BudgetError(
+            f"{where}: budget must be a non-negative integer, got {value!r} "
+            f"({type(value).__name__})"
+        )
+    if value < 0:
+        raise BudgetError(f"{where}: budget must be a non-negative integer, got {value}")
+    return value
+
+
+def parse_count_text(text: str, where: str) -> int:
+    """An option or ini value: decimal digits only ("0", "3")."""
+    stripped = text.strip()
+    if not stripped.isdigit():
+        raise BudgetError(f"{where}: expected a non-negative integer such as 0 or 3, got {text!r}")
+    return int(stripped)
