@@ -34,17 +34,27 @@ def _keep_libraries(inner_root: Path) -> type:
     return KeepLibraries
 
 
+# What makes a test slow, one marker each (pyproject.toml registers them): a test carries the
+# one that says why, and gets ``slow`` from it here. ``-m "not slow"`` is the inner loop
+# CONTRIBUTING.md gives.
+SLOW_KINDS = ("inductor", "xdist", "subprocess", "processes", "differential")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by -m
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow kinds of test carry the ``slow`` marker (``-m "not slow"`` is the inner loop
-    CONTRIBUTING.md gives): a child-process or differential test without it is an error."""
-    unmarked = [
-        item.nodeid
-        for item in items
-        if (item.get_closest_marker("processes") or item.get_closest_marker("differential"))
-        and not item.get_closest_marker("slow")
-    ]
-    if unmarked:
-        raise pytest.UsageError(f"mark these @pytest.mark.slow: {', '.join(unmarked)}")
+    """Every test of a slow kind gets the ``slow`` marker; ``slow`` by hand, without a kind,
+    is an error (it would not say why)."""
+    bare = []
+    for item in items:
+        if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
+            item.add_marker(pytest.mark.slow)
+        elif item.get_closest_marker("slow"):
+            bare.append(item.nodeid)
+    if bare:
+        raise pytest.UsageError(
+            f"mark these with why they are slow ({', '.join(SLOW_KINDS)}) instead of "
+            f"@pytest.mark.slow, which the conftest adds: {', '.join(bare)}"
+        )
 
 
 @pytest.fixture(autouse=True)

@@ -59,7 +59,7 @@ def annotations(result: pytest.RunResult) -> list[str]:
     return [line for line in result.stdout.lines if line.startswith("::")]
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_annotations_and_job_summary_under_github_actions(
     run, pytester: pytest.Pytester, github: Path
 ) -> None:
@@ -106,7 +106,7 @@ def test_annotations_and_job_summary_under_github_actions(
     assert INCOMPLETE not in text
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 @pytest.mark.parametrize("gate", [("--recompile-budget",), ()], ids=["flag", "markers-only"])
 def test_xdist_controller_alone_writes_them(
     run, pytester: pytest.Pytester, github: Path, gate: tuple[str, ...]
@@ -164,7 +164,7 @@ def test_bad_github_ini_value(run, pytester: pytest.Pytester) -> None:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_markdown_report_option_ini_twin_and_incomplete_run(run, pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE)
     pytester.makeini("[pytest]\nrecompile_report_md = reports/recompiles.md\n")

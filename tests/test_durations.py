@@ -211,7 +211,7 @@ def test_job_id_set_in_a_conftest_is_told_in_the_header(run, pytester: pytest.Py
     result.stdout.fnmatch_lines(["recompile gate: active*", job_id_line("ci-7")])
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_job_id_from_the_environment_without_importing_torch(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -222,7 +222,7 @@ def test_job_id_from_the_environment_without_importing_torch(
     result.stdout.fnmatch_lines(["recompile gate: active*", job_id_line("runner-3")])
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 def test_the_same_section_under_xdist(run, pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_it=HEADER + SUITE)
     args = ("--recompile-budget=1", "--recompile-durations=0", "-vv", "-p", "no:randomly")
@@ -241,7 +241,7 @@ def test_the_same_section_under_xdist(run, pytester: pytest.Pytester) -> None:
     assert seen[0] == seen[1]
 
 
-@pytest.mark.slow
+@pytest.mark.inductor
 def test_inductor_caches_cold_then_warm(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

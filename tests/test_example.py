@@ -13,7 +13,7 @@ from docblocks import ROOT, assert_pasted, checked_blocks, readme_example_args
 
 EXAMPLES = ROOT / "examples"
 
-pytestmark = pytest.mark.slow  # each runs the example in a fresh pytest process
+pytestmark = pytest.mark.subprocess  # each runs the example in a fresh pytest process
 
 
 def test_example_catches_the_step_counter_and_passes_the_fix(

@@ -101,7 +101,7 @@ def test_c_restores():
     result.assert_outcomes(passed=3)
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_keyboard_interrupt_leaves_nothing_behind(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_it=HEADER

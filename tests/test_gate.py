@@ -496,7 +496,9 @@ def test_report_only_never_fails_but_summarises(run) -> None:
     )
 
 
-@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
+)
 def test_real_backends(run, backend) -> None:
     result = run(
         SHAPES.replace('backend="eager"', f'backend="{backend}"').replace(
@@ -510,7 +512,7 @@ def test_real_backends(run, backend) -> None:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.inductor
 def test_inductor_first_compile_and_dynamic_pass(run) -> None:
     result = run(
         """
@@ -559,7 +561,7 @@ def test_uses_it(warmed):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 @pytest.mark.parametrize("flag", [["--recompile-budget"], []])
 def test_summary_under_xdist(pytester, flag) -> None:
     pytester.makepyfile(

@@ -348,7 +348,6 @@ def test_fork_child_compiles_once():
 """
 
 
-@pytest.mark.slow
 @pytest.mark.processes
 @pytest.mark.skipif(sys.platform == "win32", reason="child process set-up")
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])

@@ -21,7 +21,6 @@ from pytest_recompile.names import SPOOL_ENV
 
 pytestmark = [
     pytest.mark.processes,
-    pytest.mark.slow,
     pytest.mark.skipif(sys.platform == "win32", reason="fork and gloo set-up"),
 ]
 

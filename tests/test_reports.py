@@ -137,7 +137,7 @@ def suite_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SuiteRun]:
     return runs
 
 
-@pytest.mark.slow
+@pytest.mark.xdist  # suite_runs runs the suite serially and under -n 2
 def test_json_report_matches_its_schema_and_says_everything(
     suite_runs: dict[str, SuiteRun],
 ) -> None:
@@ -174,7 +174,7 @@ def test_json_report_matches_its_schema_and_says_everything(
     assert report["summary"]["broke_the_gate"] == 2
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 def test_serial_and_xdist_give_the_same_summary_and_report(
     suite_runs: dict[str, SuiteRun],
 ) -> None:
@@ -188,7 +188,7 @@ def test_serial_and_xdist_give_the_same_summary_and_report(
     assert seen["serial"][0][0].startswith("test_suite.py::test_break: 1 graph break, budget 0")
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 @pytest.mark.parametrize("run", ["serial", "xdist"])
 def test_junit_properties_under_serial_and_xdist(suite_runs: dict[str, SuiteRun], run: str) -> None:
     props = suite_runs[run].junit
@@ -528,7 +528,7 @@ def test_warm_refuses(recompiles):
     assert "convert_frame.py" not in out
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("args", "incomplete"),
     [

@@ -217,7 +217,7 @@ def test_a_fixture_s_recompile_in_set_up_names_the_trace(run, pytester: pytest.P
     assert "dynamo_start" in (pytester.path / shown / TRACE_FILE).read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 def test_under_xdist_each_worker_keeps_its_own_tests_traces(pytester: pytest.Pytester) -> None:
     """Two workers, one failing test each side of a passing one: the folders are the same as
     in a serial run, and each failure names its own."""

@@ -141,7 +141,7 @@ def test_without_compile_metrics_seconds_read_zero(run, monkeypatch) -> None:
     assert line.startswith("degraded: compile seconds: this torch has no compile metrics")
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 def test_each_degraded_line_is_told_once_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         "import torch._dynamo\n"
@@ -157,7 +157,7 @@ def test_each_degraded_line_is_told_once_under_xdist(pytester: pytest.Pytester) 
     assert len(degraded(result, "fullgraph")) == 1
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 def test_missing_api_under_xdist_is_named_without_a_crash(pytester: pytest.Pytester) -> None:
     # pytest.exit in an xdist worker would crash the controller: each gated test errors instead.
     pytester.makeconftest("import torch._dynamo.cache_size as c\ndel c.is_recompilation\n")

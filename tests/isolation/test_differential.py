@@ -222,7 +222,6 @@ def _table(rows: list[tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.slow
 @pytest.mark.differential
 def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None:
     started = time.perf_counter()

@@ -522,7 +522,7 @@ def test_without_single_entry_support_falls_back_to_a_full_reset(run, monkeypatc
     result.stdout.fnmatch_lines([f"isolation: {esc(RESET_FALLBACK)}"])
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 @keeps_entries
 def test_order_with_wider_fixtures_under_xdist(pytester) -> None:
     pytester.makepyfile(

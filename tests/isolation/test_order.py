@@ -141,7 +141,7 @@ def verdicts(result: pytest.RunResult) -> dict[str, str]:
     return found
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "order",
     [
@@ -175,7 +175,7 @@ def pytest_collection_modifyitems(config, items):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_baseline_taken_in_one_order_passes_in_the_other(pytester: pytest.Pytester) -> None:
     write_suite(pytester)
     taken = pytester.runpytest_subprocess(
