@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from _pytest import pytester as pytester_module
-from snippets import HEADER
+from snippets import AUTOLOAD_OFF, HEADER, inner_args
 
 # One suite run as data by isolation/test_differential.py (in a copy), never collected here.
 collect_ignore = ["isolation/differential_suite"]
@@ -67,6 +67,15 @@ def _not_on_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester whose inner runs, in-process and in a subprocess, load no installed plugin but
+    those their arguments name (``snippets.inner_args``)."""
+    for name, value in AUTOLOAD_OFF.items():
+        monkeypatch.setenv(name, value)
+    return pytester
+
+
+@pytest.fixture
 def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
     """Write a test module (torch and pytest imported) and run pytest on it in-process.
 
@@ -83,6 +92,6 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
         # (the plugin keeps what was compiled before a session's first test).
         if "torch._dynamo" in sys.modules:
             sys.modules["torch._dynamo"].reset()
-        return pytester.runpytest(*args, "-p", "no:randomly", "-p", "no:logging")
+        return pytester.runpytest(*inner_args(*args, "-p", "no:randomly", "-p", "no:logging"))
 
     return run_

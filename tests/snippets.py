@@ -1,9 +1,10 @@
-"""Source snippets shared by the pytester tests (each test module adds its own tests), and
-one assertion they share."""
+"""Source snippets shared by the pytester tests (each test module adds its own tests), the
+arguments of every inner pytest run, and the assertions they share."""
 
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,23 @@ step = 0
 def f(x):
     return x + step
 """
+
+
+# Inner pytest runs load none of the plugins the environment happens to have installed
+# (pytest-asyncio's deprecation warning would stop a run under -W error): their environment
+# turns autoload off (the pytester fixture in conftest.py sets it; a subprocess gets it in
+# its env), and each run loads by entry-point name what it uses (inner_args).
+AUTOLOAD_OFF = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def inner_args(*args: str) -> list[str]:
+    """The arguments of an inner pytest run whose environment has AUTOLOAD_OFF: this plugin by
+    the name of its pytest11 entry point (``-p recompile``), unless ``args`` turn it off
+    (``-p no:recompile`` after it would unregister it only once its options were added), then
+    ``args``, which load any other plugin the run uses by name too: ``-p xdist`` for ``-n``,
+    ``-p randomly``, ``-p rerunfailures``."""
+    off = "-pno:recompile" in args or ("-p", "no:recompile") in pairwise(args)
+    return [*([] if off else ["-p", "recompile"]), *args]
 
 
 def assert_bad_ini(run: Any, pytester: pytest.Pytester, line: str, message: str) -> None:

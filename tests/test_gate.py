@@ -5,7 +5,7 @@ from __future__ import annotations
 from glob import escape as esc
 
 import pytest
-from snippets import DOUBLE, HEADER, STEP
+from snippets import DOUBLE, HEADER, STEP, inner_args
 
 from pytest_recompile.messages import EAGER_FALLBACK, STOPPED
 from pytest_recompile.names import PREFIX
@@ -577,7 +577,9 @@ def test_b():
     double(torch.ones(2)); double(torch.ones(3, 3))
 """
     )
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly", *flag)
+    result = pytester.runpytest_subprocess(
+        *inner_args("-p", "xdist", "-n", "2", "-p", "no:randomly", *flag)
+    )
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
         [

@@ -7,7 +7,7 @@ from glob import escape as esc
 from pathlib import Path
 
 import pytest
-from snippets import HEADER, REVERSE_CONFTEST, keeps_entries, outcomes, read_json
+from snippets import HEADER, REVERSE_CONFTEST, inner_args, keeps_entries, outcomes, read_json
 
 from pytest_recompile._torch import versions
 from pytest_recompile.messages import STOPPED
@@ -355,7 +355,7 @@ def test_flaky():
         shared(torch.ones(2, 2))
 """,
         "--recompile-budget",
-        "--reruns=1",
+        *("-p", "rerunfailures", "--reruns=1"),
         "--recompile-report=r.json",
         "--junitxml=j.xml",
     )
@@ -538,9 +538,10 @@ def test_order_with_wider_fixtures_under_xdist(pytester) -> None:
         "TestModel::test_c": "passed",
     }
     for dist in ("loadfile", "loadscope"):
-        result = pytester.runpytest_subprocess(
-            "--recompile-budget", "-v", "-p", "no:randomly", "-n", "2", f"--dist={dist}"
-        )
+        result = pytester.runpytest_subprocess(*inner_args(
+            "--recompile-budget", "-v", "-p", "no:randomly",
+            "-p", "xdist", "-n", "2", f"--dist={dist}",
+        ))  # fmt: skip
         assert outcomes(result) == expected, dist
 
 
