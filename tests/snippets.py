@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_recompile._torch import versions
+from pytest_recompile.messages import plural
 
 HEADER = """
 import pytest
@@ -48,6 +49,28 @@ def inner_args(*args: str) -> list[str]:
     ``-p randomly``, ``-p rerunfailures``."""
     off = "-pno:recompile" in args or ("-p", "no:recompile") in pairwise(args)
     return [*([] if off else ["-p", "recompile"]), *args]
+
+
+def assert_totals(
+    result: pytest.RunResult,
+    *,
+    gated: int,
+    recompiles: int,
+    broke: int = 0,
+    limit: int = 0,
+    enforced: bool = True,
+) -> None:
+    """The gate's totals line under "recompile gate" in the terminal summary (its seconds
+    aside): that the gate judged these tests, where "passed" alone would hold with the plugin
+    off. ``limit``: tests that hit recompile_limit; ``enforced=False``: a report-only run."""
+    verdict = "broke" if enforced else "would have broken"
+    result.stdout.fnmatch_lines(
+        [
+            "*= recompile gate =*",
+            f"{plural(gated, 'gated test')}, {plural(recompiles, 'recompile')}; "
+            f"{broke} {verdict} the gate, {limit} hit recompile_limit; recompiles cost *",
+        ]
+    )
 
 
 def assert_bad_ini(run: Any, pytester: pytest.Pytester, line: str, message: str) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch_state
-from snippets import DOUBLE, HEADER, inner_args
+from snippets import DOUBLE, HEADER, assert_totals, inner_args
 
 from pytest_recompile._torch import events, versions
 from pytest_recompile.names import PREFIX
@@ -99,6 +99,7 @@ def test_c_restores():
 """
     , "--recompile-budget")  # fmt: skip
     result.assert_outcomes(passed=3)
+    assert_totals(result, gated=3, recompiles=0)
 
 
 @pytest.mark.subprocess

@@ -5,7 +5,7 @@ from __future__ import annotations
 from glob import escape as esc
 
 import pytest
-from snippets import DOUBLE, HEADER, STEP, inner_args
+from snippets import DOUBLE, HEADER, STEP, assert_totals, inner_args
 
 from pytest_recompile.messages import EAGER_FALLBACK, STOPPED
 from pytest_recompile.names import PREFIX
@@ -67,7 +67,9 @@ def test_shapes():
 
 
 def test_shape_change_budget_one_passes_thanks_to_automatic_dynamic(run) -> None:
-    run(SHAPES, "--recompile-budget=1").assert_outcomes(passed=1)
+    result = run(SHAPES, "--recompile-budget=1")
+    result.assert_outcomes(passed=1)
+    assert_totals(result, gated=1, recompiles=1)  # 8 recompiles dynamic; 16 and 32 reuse it
 
 
 def test_shape_change_budget_zero_fails_with_size_mismatch(run) -> None:
@@ -89,6 +91,7 @@ def test_sizes():
         "--recompile-budget",
     )
     result.assert_outcomes(passed=1)
+    assert_totals(result, gated=1, recompiles=0)
 
 
 def test_dtype_change(run) -> None:
@@ -302,6 +305,7 @@ def test_many_functions():
         "--recompile-budget",
     )
     result.assert_outcomes(passed=2)
+    assert_totals(result, gated=2, recompiles=0)
 
 
 def test_own_failure_is_not_masked(run) -> None:
@@ -370,7 +374,9 @@ def test_b():
 def test_tests_sharing_a_function_pass_in_either_order(run, pytester, order) -> None:
     if order == "reverse":
         pytester.makeconftest("def pytest_collection_modifyitems(items):\n    items.reverse()\n")
-    run(SHARED, "--recompile-budget").assert_outcomes(passed=2)
+    result = run(SHARED, "--recompile-budget")
+    result.assert_outcomes(passed=2)
+    assert_totals(result, gated=2, recompiles=0)  # each test's first shape, as alone
 
 
 def test_keep_caches_judges_against_the_whole_process_state(run) -> None:
@@ -528,6 +534,7 @@ def test_inductor():
         "--recompile-budget=1",
     )
     result.assert_outcomes(passed=1)
+    assert_totals(result, gated=1, recompiles=1)
 
 
 def test_ini_budget(run, pytester) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from glob import escape as esc
 
 import pytest
-from snippets import DOUBLE, assert_marker_error, inner_args
+from snippets import DOUBLE, assert_marker_error, assert_totals, inner_args
 
 from pytest_recompile.names import (
     EXPECT_GUARDS_FORM,
@@ -66,6 +66,7 @@ def test_strict_markers_accepts_ours(run) -> None:
         "--strict-markers",
     )
     result.assert_outcomes(passed=2)
+    assert_totals(result, gated=2, recompiles=1)  # test_marked's, within its budget of 1
 
 
 def test_disabled_with_p_no_recompile(run) -> None:
@@ -176,7 +177,8 @@ def test_budget_in_pytest9s_native_toml_table(run, pytester: pytest.Pytester, va
         return
     pytester.makepyprojecttoml(f"[tool.pytest]\nrecompile_budget = {value}\n")
     result = run(RECOMPILES.replace("@pytest.mark.max_recompiles(0)\n", ""))
-    result.assert_outcomes(passed=1)  # one recompile, budget 1
+    result.assert_outcomes(passed=1)
+    assert_totals(result, gated=1, recompiles=1)  # within the ini's budget of 1
     result.stdout.fnmatch_lines(["*default budget 1 (recompile_budget=1 (ini))*"])
 
 

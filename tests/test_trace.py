@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from snippets import inner_args
+from snippets import assert_totals, inner_args
 
 from pytest_recompile.names import PREFIX
 from pytest_recompile.report import SCHEMA_FILE
@@ -110,6 +110,7 @@ def test_a_report_only_run_keeps_the_trace_and_fails_nothing(
         OVER_AND_UNDER, "--recompile-budget", "--recompile-mode=report-only", "--recompile-trace=t"
     )
     result.assert_outcomes(passed=2)
+    assert_totals(result, gated=2, recompiles=2, broke=1, enforced=False)
     assert kept(pytester.path / "t") == [folder_name("test_it.py::test_over")]
 
 

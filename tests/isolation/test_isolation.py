@@ -7,7 +7,15 @@ from glob import escape as esc
 from pathlib import Path
 
 import pytest
-from snippets import HEADER, REVERSE_CONFTEST, inner_args, keeps_entries, outcomes, read_json
+from snippets import (
+    HEADER,
+    REVERSE_CONFTEST,
+    assert_totals,
+    inner_args,
+    keeps_entries,
+    outcomes,
+    read_json,
+)
 
 from pytest_recompile._torch import versions
 from pytest_recompile.messages import STOPPED
@@ -243,6 +251,7 @@ def test_stranger():
     for order in ([], ["-p", "no:randomly", "-k", "stranger or warms"]):
         result = run(body, "--recompile-budget", *order)
         result.assert_outcomes(passed=2)
+        assert_totals(result, gated=2, recompiles=0)
         assert "against entries" not in result.stdout.str()
 
 

@@ -4,7 +4,7 @@ with compiled code warmed by a module fixture and by setUpClass among the tests.
 from __future__ import annotations
 
 import pytest
-from snippets import DOUBLE, HEADER, STEP, inner_args
+from snippets import DOUBLE, HEADER, STEP, assert_totals, inner_args
 
 from pytest_recompile._torch import versions
 
@@ -191,3 +191,6 @@ def test_a_baseline_taken_in_one_order_passes_in_the_other(pytester: pytest.Pyte
             *inner_args("--recompile-budget", "--recompile-baseline=base.json", *order)
         )
         checked.assert_outcomes(passed=len(EXPECTED))
+        # test_opted_out is not gated; test_warmed_big and TestWarmedClass::test_big recompile
+        # only against the wider fixtures' kept warm-ups.
+        assert_totals(checked, gated=14, recompiles=9 if versions.can_keep_entries() else 7)
