@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from _pytest import pytester as pytester_module
-from snippets import HEADER
+from snippets import AUTOLOAD_OFF, HEADER, inner_args
 
 # One suite run as data by isolation/test_differential.py (in a copy), never collected here.
 collect_ignore = ["isolation/differential_suite"]
@@ -34,17 +34,27 @@ def _keep_libraries(inner_root: Path) -> type:
     return KeepLibraries
 
 
+# What makes a test slow, one marker each (pyproject.toml registers them): a test carries the
+# one that says why, and gets ``slow`` from it here. ``-m "not slow"`` is the inner loop
+# CONTRIBUTING.md gives.
+SLOW_KINDS = ("inductor", "xdist", "subprocess", "processes", "differential")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by -m
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow kinds of test carry the ``slow`` marker (``-m "not slow"`` is the inner loop
-    CONTRIBUTING.md gives): a child-process or differential test without it is an error."""
-    unmarked = [
-        item.nodeid
-        for item in items
-        if (item.get_closest_marker("processes") or item.get_closest_marker("differential"))
-        and not item.get_closest_marker("slow")
-    ]
-    if unmarked:
-        raise pytest.UsageError(f"mark these @pytest.mark.slow: {', '.join(unmarked)}")
+    """Every test of a slow kind gets the ``slow`` marker; ``slow`` by hand, without a kind,
+    is an error (it would not say why)."""
+    bare = []
+    for item in items:
+        if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
+            item.add_marker(pytest.mark.slow)
+        elif item.get_closest_marker("slow"):
+            bare.append(item.nodeid)
+    if bare:
+        raise pytest.UsageError(
+            f"mark these with why they are slow ({', '.join(SLOW_KINDS)}) instead of "
+            f"@pytest.mark.slow, which the conftest adds: {', '.join(bare)}"
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -54,6 +64,15 @@ def _not_on_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     summary (the tests of those outputs set the variables themselves)."""
     for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester whose inner runs, in-process and in a subprocess, load no installed plugin but
+    those their arguments name (``snippets.inner_args``)."""
+    for name, value in AUTOLOAD_OFF.items():
+        monkeypatch.setenv(name, value)
+    return pytester
 
 
 @pytest.fixture
@@ -73,6 +92,6 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
         # (the plugin keeps what was compiled before a session's first test).
         if "torch._dynamo" in sys.modules:
             sys.modules["torch._dynamo"].reset()
-        return pytester.runpytest(*args, "-p", "no:randomly", "-p", "no:logging")
+        return pytester.runpytest(*inner_args(*args, "-p", "no:randomly", "-p", "no:logging"))
 
     return run_

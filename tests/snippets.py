@@ -1,15 +1,17 @@
-"""Source snippets shared by the pytester tests (each test module adds its own tests), and
-one assertion they share."""
+"""Source snippets shared by the pytester tests (each test module adds its own tests), the
+arguments of every inner pytest run, and the assertions they share."""
 
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_recompile._torch import versions
+from pytest_recompile.messages import plural
 
 HEADER = """
 import pytest
@@ -30,6 +32,45 @@ step = 0
 def f(x):
     return x + step
 """
+
+
+# Inner pytest runs load none of the plugins the environment happens to have installed
+# (pytest-asyncio's deprecation warning would stop a run under -W error): their environment
+# turns autoload off (the pytester fixture in conftest.py sets it; a subprocess gets it in
+# its env), and each run loads by entry-point name what it uses (inner_args).
+AUTOLOAD_OFF = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def inner_args(*args: str) -> list[str]:
+    """The arguments of an inner pytest run whose environment has AUTOLOAD_OFF: this plugin by
+    the name of its pytest11 entry point (``-p recompile``), unless ``args`` turn it off
+    (``-p no:recompile`` after it would unregister it only once its options were added), then
+    ``args``, which load any other plugin the run uses by name too: ``-p xdist`` for ``-n``,
+    ``-p randomly``, ``-p rerunfailures``."""
+    off = "-pno:recompile" in args or ("-p", "no:recompile") in pairwise(args)
+    return [*([] if off else ["-p", "recompile"]), *args]
+
+
+def assert_totals(
+    result: pytest.RunResult,
+    *,
+    gated: int,
+    recompiles: int,
+    broke: int = 0,
+    limit: int = 0,
+    enforced: bool = True,
+) -> None:
+    """The gate's totals line under "recompile gate" in the terminal summary (its seconds
+    aside): that the gate judged these tests, where "passed" alone would hold with the plugin
+    off. ``limit``: tests that hit recompile_limit; ``enforced=False``: a report-only run."""
+    verdict = "broke" if enforced else "would have broken"
+    result.stdout.fnmatch_lines(
+        [
+            "*= recompile gate =*",
+            f"{plural(gated, 'gated test')}, {plural(recompiles, 'recompile')}; "
+            f"{broke} {verdict} the gate, {limit} hit recompile_limit; recompiles cost *",
+        ]
+    )
 
 
 def assert_bad_ini(run: Any, pytester: pytest.Pytester, line: str, message: str) -> None:

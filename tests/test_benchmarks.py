@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # runs the benchmark's quick mode: a minute or two
+pytestmark = pytest.mark.subprocess  # runs the benchmark's quick mode: a minute or two
 
 BENCH = Path(__file__).parent.parent / "benchmarks" / "run.py"
 

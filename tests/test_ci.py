@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from snippets import DOUBLE, HEADER, STEP, assert_bad_ini
+from snippets import DOUBLE, HEADER, STEP, assert_bad_ini, inner_args
 
 from pytest_recompile.ci import (
     MAX_ANNOTATIONS,
@@ -59,12 +59,12 @@ def annotations(result: pytest.RunResult) -> list[str]:
     return [line for line in result.stdout.lines if line.startswith("::")]
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_annotations_and_job_summary_under_github_actions(
     run, pytester: pytest.Pytester, github: Path
 ) -> None:
     pytester.makepyfile(test_suite=SUITE)
-    result = pytester.runpytest_subprocess("--recompile-budget", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess(*inner_args("--recompile-budget", "-p", "no:randomly"))
     result.assert_outcomes(passed=1, failed=2)
     found = annotations(result)
     # Worst first: double recompiled twice, f once; each with its fail-fast call site.
@@ -106,7 +106,7 @@ def test_annotations_and_job_summary_under_github_actions(
     assert INCOMPLETE not in text
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 @pytest.mark.parametrize("gate", [("--recompile-budget",), ()], ids=["flag", "markers-only"])
 def test_xdist_controller_alone_writes_them(
     run, pytester: pytest.Pytester, github: Path, gate: tuple[str, ...]
@@ -117,7 +117,9 @@ def test_xdist_controller_alone_writes_them(
         )
     )
     result = pytester.runpytest_subprocess(
-        *gate, "-p", "no:randomly", "-n", "2", "--recompile-report-md=r.md"
+        *inner_args(
+            *gate, "-p", "no:randomly", "-p", "xdist", "-n", "2", "--recompile-report-md=r.md"
+        )
     )
     result.assert_outcomes(passed=1, failed=2)
     assert len(annotations(result)) == 4  # as serial: not once per worker
@@ -164,18 +166,20 @@ def test_bad_github_ini_value(run, pytester: pytest.Pytester) -> None:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_markdown_report_option_ini_twin_and_incomplete_run(run, pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE)
     pytester.makeini("[pytest]\nrecompile_report_md = reports/recompiles.md\n")
-    result = pytester.runpytest_subprocess("--recompile-budget", "-p", "no:randomly", "-x")
+    result = pytester.runpytest_subprocess(
+        *inner_args("--recompile-budget", "-p", "no:randomly", "-x")
+    )
     result.stdout.fnmatch_lines(["Markdown summary written to */reports/recompiles.md"])
     text = (pytester.path / "reports" / "recompiles.md").read_text()
     assert text.startswith(f"## {TITLE}\n")
     assert f"> **Warning:** {INCOMPLETE}: stopping after 1 failures." in text
     assert not annotations(result)  # the Markdown file alone: no GitHub output
     cli = pytester.runpytest_subprocess(
-        "--recompile-budget", "-p", "no:randomly", "--recompile-report-md=cli.md"
+        *inner_args("--recompile-budget", "-p", "no:randomly", "--recompile-report-md=cli.md")
     )
     cli.stdout.fnmatch_lines(["Markdown summary written to cli.md"])
     assert "| `test_suite.py::test_shapes` |" in (pytester.path / "cli.md").read_text()

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from snippets import assert_totals, read_json
 
 from pytest_recompile import RecompileTracker
-from pytest_recompile._torch import instruments
+from pytest_recompile._torch import instruments, versions
 from pytest_recompile.names import PREFIX
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -109,6 +110,14 @@ def test_reduce_overhead(recompiles):
         "--recompile-report=out.json",
     )
     result.assert_outcomes(passed=1)
+    assert_totals(result, gated=1, recompiles=0)
+    report = read_json("out.json")
+    (test,) = report["tests"]
+    assert (test["recompiles"], test["violations"]) == (0, []), test
+    if versions.can_count_cudagraph_recordings():  # else the header says they go uncounted
+        assert test["cudagraph_recordings"] >= 1, test  # reduce-overhead recorded, and was seen
+    # Re-records have a figure of their own, in the test and the summary, and fail nothing.
+    assert report["summary"]["cudagraph_rerecords"] == test["cudagraph_rerecords"]
 
 
 def test_cudagraph_rerecords_fail_only_when_asked(run) -> None:

@@ -34,7 +34,7 @@ from docblocks import (
     reads_its_blocks,
     stray_markers,
 )
-from snippets import keeps_entries
+from snippets import inner_args, keeps_entries
 
 Run = Callable[..., pytest.RunResult]
 
@@ -47,7 +47,7 @@ def inner(run: object, pytester: pytest.Pytester) -> Run:
     def run_(*args: str) -> pytest.RunResult:
         if "torch._dynamo" in sys.modules:
             sys.modules["torch._dynamo"].reset()
-        return pytester.runpytest(*args, "-p", "no:randomly", "-p", "no:logging")
+        return pytester.runpytest(*inner_args(*args, "-p", "no:randomly", "-p", "no:logging"))
 
     return run_
 
@@ -141,11 +141,12 @@ def table_cells(text: str, first: str) -> list[list[str]]:
 
 
 def test_options_page_documents_what_the_plugin_registers(pytester: pytest.Pytester) -> None:
-    help_text = pytester.runpytest("--help").stdout.str()
+    help_text = pytester.runpytest(*inner_args("--help")).stdout.str()
     options = set(OPTION.findall(help_text))
     inis = set(INI.findall(help_text))
-    markers = set(MARK.findall(pytester.runpytest("--markers").stdout.str()))
-    others = set(MARK.findall(pytester.runpytest("--markers", "-p", "no:recompile").stdout.str()))
+    markers = set(MARK.findall(pytester.runpytest(*inner_args("--markers")).stdout.str()))
+    off = pytester.runpytest(*inner_args("--markers", "-p", "no:recompile"))
+    others = set(MARK.findall(off.stdout.str()))
     ours = markers - others
     assert options
     assert inis

@@ -15,7 +15,7 @@ import pytest
 import torch._dynamo
 import torch.compiler.config
 from docblocks import assert_pasted, checked_blocks
-from snippets import DOUBLE, HEADER, assert_bad_ini, read_json
+from snippets import DOUBLE, HEADER, assert_bad_ini, inner_args, read_json
 
 from pytest_recompile.durations import (
     FUNCTIONS_HEADING,
@@ -211,23 +211,23 @@ def test_job_id_set_in_a_conftest_is_told_in_the_header(run, pytester: pytest.Py
     result.stdout.fnmatch_lines(["recompile gate: active*", job_id_line("ci-7")])
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_job_id_from_the_environment_without_importing_torch(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TORCH_COMPILE_JOB_ID", "runner-3")
     pytester.makepyfile(test_it="def test_x():\n    pass\n")
-    result = pytester.runpytest_subprocess("--recompile-budget", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess(*inner_args("--recompile-budget", "-p", "no:randomly"))
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["recompile gate: active*", job_id_line("runner-3")])
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 def test_the_same_section_under_xdist(run, pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_it=HEADER + SUITE)
     args = ("--recompile-budget=1", "--recompile-durations=0", "-vv", "-p", "no:randomly")
-    serial = pytester.runpytest_subprocess(*args)
-    xdist = pytester.runpytest_subprocess(*args, "-n", "2")
+    serial = pytester.runpytest_subprocess(*inner_args(*args))
+    xdist = pytester.runpytest_subprocess(*inner_args(*args, "-p", "xdist", "-n", "2"))
     xdist.assert_outcomes(passed=4)
     seen = []
     for result in (serial, xdist):
@@ -241,7 +241,7 @@ def test_the_same_section_under_xdist(run, pytester: pytest.Pytester) -> None:
     assert seen[0] == seen[1]
 
 
-@pytest.mark.slow
+@pytest.mark.inductor
 def test_inductor_caches_cold_then_warm(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -258,10 +258,11 @@ def test_warm():
     torch.compile(lambda x: x.sin() + 1)(torch.ones(4))
 """
     )
-    result = pytester.runpytest_subprocess(
+    args = inner_args(
         "--recompile-budget", "--recompile-durations=0", "--recompile-report=r.json",
         "-p", "no:randomly",
     )  # fmt: skip
+    result = pytester.runpytest_subprocess(*args)
     result.assert_outcomes(passed=2)
     tests = {
         t["nodeid"].split("::")[1]: t
@@ -319,8 +320,8 @@ def test_the_documented_example(
     source, pasted = checked_blocks(request)
     pytester.makepyfile(test_model=source.text)  # as written: its line numbers are pasted
     torch._dynamo.reset()  # a fresh process's state, as ``run`` gives
-    result = pytester.runpytest(
+    result = pytester.runpytest(*inner_args(
         "--recompile-budget=1", "--recompile-durations=5", "-p", "no:randomly", "-p", "no:logging"
-    )
+    ))  # fmt: skip
     result.assert_outcomes(passed=2)
     assert_pasted(pasted, result.stdout.str())

@@ -4,16 +4,18 @@ backend), against the output pasted there."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 
 import pytest
 from docblocks import ROOT, assert_pasted, checked_blocks, readme_example_args
+from snippets import AUTOLOAD_OFF, inner_args
 
 EXAMPLES = ROOT / "examples"
 
-pytestmark = pytest.mark.slow  # each runs the example in a fresh pytest process
+pytestmark = pytest.mark.subprocess  # each runs the example in a fresh pytest process
 
 
 def test_example_catches_the_step_counter_and_passes_the_fix(
@@ -22,10 +24,10 @@ def test_example_catches_the_step_counter_and_passes_the_fix(
     (pasted,) = checked_blocks(request)  # the README's "What a failure looks like"
     shutil.copytree(EXAMPLES, pytester.path / "examples")
     shutil.copy(ROOT / "pyproject.toml", pytester.path)  # run from a checkout, as the README
-    result = pytester.runpytest_subprocess(*readme_example_args(), "-p", "no:randomly")
+    result = pytester.runpytest_subprocess(*inner_args(*readme_example_args(), "-p", "no:randomly"))
     result.assert_outcomes(failed=1, passed=1)
     assert_pasted(pasted, result.stdout.str())
-    unguarded = pytester.runpytest_subprocess("examples", "-p", "no:randomly")
+    unguarded = pytester.runpytest_subprocess(*inner_args("examples", "-p", "no:randomly"))
     unguarded.assert_outcomes(passed=2)  # without the gate the bug goes unnoticed
 
 
@@ -46,7 +48,9 @@ def test_the_ci_workflow_command_works_as_written(
         if block.lang == "shell":
             assert [c.split() for c in block.commands] == [command], block
     shutil.copytree(EXAMPLES, pytester.path / "examples")
-    result = pytester.runpytest_subprocess(*command[1:], "examples", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess(
+        *inner_args(*command[1:], "examples", "-p", "xdist", "-p", "no:randomly")
+    )
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
         [
@@ -70,9 +74,11 @@ def test_the_readme_ddp_failure_is_what_the_example_prints(request: pytest.Fixtu
     (pasted,) = checked_blocks(request)
     (command,) = pasted.commands
     assert command == "pytest examples/ddp_example.py --recompile-budget"
+    module, *args = command.split()
+    args = inner_args(*args, "-p", "no:randomly", "-p", "no:cacheprovider")
     proc = subprocess.run(
-        [sys.executable, "-m", *command.split(), "-p", "no:randomly", "-p", "no:cacheprovider"],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT, env=os.environ | AUTOLOAD_OFF, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout[-3000:]
     assert_pasted(pasted, proc.stdout)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch_state
-from snippets import DOUBLE, HEADER
+from snippets import DOUBLE, HEADER, assert_totals, inner_args
 
 from pytest_recompile._torch import events, versions
 from pytest_recompile.names import PREFIX
@@ -99,9 +99,10 @@ def test_c_restores():
 """
     , "--recompile-budget")  # fmt: skip
     result.assert_outcomes(passed=3)
+    assert_totals(result, gated=3, recompiles=0)
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_keyboard_interrupt_leaves_nothing_behind(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_it=HEADER
@@ -124,7 +125,7 @@ def pytest_unconfigure(config):
     )
     pytester.makepyfile(torch_state=Path(torch_state.__file__).read_text())  # a fresh process
     result = pytester.runpytest_subprocess(
-        "--recompile-budget", "-p", "no:randomly", "--recompile-report=r.json"
+        *inner_args("--recompile-budget", "-p", "no:randomly", "--recompile-report=r.json")
     )
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert (pytester.path / "state.txt").read_text() == "(0, 64, 0, 'default')"
@@ -219,7 +220,7 @@ def test_torch_trace_logger_stays_out_of_captured_logs(
     monkeypatch.delenv("TORCH_LOGS", raising=False)
     monkeypatch.delenv("TORCH_TRACE", raising=False)
     run(TRACE_SUITE, "--collect-only")  # writes the module; `run` turns pytest's logging off
-    result = pytester.runpytest("-p", "no:randomly", "--log-level=DEBUG")
+    result = pytester.runpytest(*inner_args("-p", "no:randomly", "--log-level=DEBUG"))
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(["*Captured log call*", "*the test's own log line*"])
     assert "torch.__trace" not in result.stdout.str()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from glob import escape as esc
 
 import pytest
-from snippets import DOUBLE, HEADER, STEP
+from snippets import DOUBLE, HEADER, STEP, assert_totals, inner_args
 
 from pytest_recompile.messages import EAGER_FALLBACK, STOPPED
 from pytest_recompile.names import PREFIX
@@ -67,7 +67,9 @@ def test_shapes():
 
 
 def test_shape_change_budget_one_passes_thanks_to_automatic_dynamic(run) -> None:
-    run(SHAPES, "--recompile-budget=1").assert_outcomes(passed=1)
+    result = run(SHAPES, "--recompile-budget=1")
+    result.assert_outcomes(passed=1)
+    assert_totals(result, gated=1, recompiles=1)  # 8 recompiles dynamic; 16 and 32 reuse it
 
 
 def test_shape_change_budget_zero_fails_with_size_mismatch(run) -> None:
@@ -89,6 +91,7 @@ def test_sizes():
         "--recompile-budget",
     )
     result.assert_outcomes(passed=1)
+    assert_totals(result, gated=1, recompiles=0)
 
 
 def test_dtype_change(run) -> None:
@@ -302,6 +305,7 @@ def test_many_functions():
         "--recompile-budget",
     )
     result.assert_outcomes(passed=2)
+    assert_totals(result, gated=2, recompiles=0)
 
 
 def test_own_failure_is_not_masked(run) -> None:
@@ -370,7 +374,9 @@ def test_b():
 def test_tests_sharing_a_function_pass_in_either_order(run, pytester, order) -> None:
     if order == "reverse":
         pytester.makeconftest("def pytest_collection_modifyitems(items):\n    items.reverse()\n")
-    run(SHARED, "--recompile-budget").assert_outcomes(passed=2)
+    result = run(SHARED, "--recompile-budget")
+    result.assert_outcomes(passed=2)
+    assert_totals(result, gated=2, recompiles=0)  # each test's first shape, as alone
 
 
 def test_keep_caches_judges_against_the_whole_process_state(run) -> None:
@@ -496,7 +502,9 @@ def test_report_only_never_fails_but_summarises(run) -> None:
     )
 
 
-@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
+)
 def test_real_backends(run, backend) -> None:
     result = run(
         SHAPES.replace('backend="eager"', f'backend="{backend}"').replace(
@@ -510,7 +518,7 @@ def test_real_backends(run, backend) -> None:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.inductor
 def test_inductor_first_compile_and_dynamic_pass(run) -> None:
     result = run(
         """
@@ -526,6 +534,7 @@ def test_inductor():
         "--recompile-budget=1",
     )
     result.assert_outcomes(passed=1)
+    assert_totals(result, gated=1, recompiles=1)
 
 
 def test_ini_budget(run, pytester) -> None:
@@ -559,7 +568,7 @@ def test_uses_it(warmed):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 @pytest.mark.parametrize("flag", [["--recompile-budget"], []])
 def test_summary_under_xdist(pytester, flag) -> None:
     pytester.makepyfile(
@@ -575,7 +584,9 @@ def test_b():
     double(torch.ones(2)); double(torch.ones(3, 3))
 """
     )
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly", *flag)
+    result = pytester.runpytest_subprocess(
+        *inner_args("-p", "xdist", "-n", "2", "-p", "no:randomly", *flag)
+    )
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
         [

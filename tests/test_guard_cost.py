@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from snippets import assert_bad_ini, assert_marker_error, outcomes, read_json
+from snippets import assert_bad_ini, assert_marker_error, inner_args, outcomes, read_json
 
 from pytest_recompile._torch import versions
 from pytest_recompile.budget import Budget, Rule
@@ -349,17 +349,16 @@ def test_fork_child_compiles_once():
 """
 
 
-@pytest.mark.slow
 @pytest.mark.processes
 @pytest.mark.skipif(sys.platform == "win32", reason="child process set-up")
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "2"]], ids=["serial", "xdist"])
 def test_max_guards_in_child_processes_and_under_xdist(
     pytester: pytest.Pytester, workers: list[str]
 ) -> None:
     pytester.makepyfile(test_it=textwrap.dedent(CHILD))
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_subprocess(*inner_args(
         "-v", "-p", "no:randomly", "-p", "no:cacheprovider", "--recompile-report=r.json", *workers
-    )
+    ))  # fmt: skip
     assert outcomes(result) == {
         "test_deep_in_a_child": "failed",
         "test_deep_within": "passed",

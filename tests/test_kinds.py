@@ -7,7 +7,7 @@ from glob import escape as esc
 
 import pytest
 import torch
-from snippets import DOUBLE, STEP, assert_marker_error
+from snippets import DOUBLE, STEP, assert_marker_error, assert_totals
 
 from pytest_recompile import RecompileTracker
 from pytest_recompile._torch import versions
@@ -516,6 +516,7 @@ def test_clean():
 """
     )
     result.assert_outcomes(passed=1)
+    assert_totals(result, gated=1, recompiles=0)
 
 
 BREAKS = """

@@ -14,14 +14,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from snippets import outcomes, read_json
+from snippets import inner_args, outcomes, read_json
 
 from pytest_recompile import messages, processes
 from pytest_recompile.names import SPOOL_ENV
 
 pytestmark = [
     pytest.mark.processes,
-    pytest.mark.slow,
     pytest.mark.skipif(sys.platform == "win32", reason="fork and gloo set-up"),
 ]
 
@@ -83,7 +82,9 @@ def test_ranks_must_agree():
 def _run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
     pytester.makepyfile(test_it=textwrap.dedent(source))
     return pytester.runpytest_subprocess(
-        "-v", "-p", "no:randomly", "-p", "no:cacheprovider", "--recompile-report=r.json", *args
+        *inner_args(
+            "-v", "-p", "no:randomly", "-p", "no:cacheprovider", "--recompile-report=r.json", *args
+        )
     )
 
 
@@ -162,7 +163,7 @@ def test_ddp_over_gloo_one_rank_recompiles(pytester: pytest.Pytester) -> None:
 
 def test_ddp_under_xdist_and_off(pytester: pytest.Pytester) -> None:
     """Each xdist worker's children report to that worker; off: today's behaviour."""
-    result = _run(pytester, DDP, "--recompile-budget=0", "-n", "2")
+    result = _run(pytester, DDP, "--recompile-budget=0", "-p", "xdist", "-n", "2")
     assert outcomes(result) == {
         "test_rank1_batch_differs": "failed",
         "test_equal_batches": "passed",
@@ -331,7 +332,7 @@ def test_child_without_torch():
 """
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "2"]], ids=["serial", "xdist"])
 def test_children_of_every_kind(pytester: pytest.Pytester, workers: list[str]) -> None:
     result = _run(pytester, CHILDREN, "--recompile-budget=0", "-p", "no:faulthandler", *workers)
     assert outcomes(result) == {

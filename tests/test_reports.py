@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 import torch
 import torch_state
-from snippets import DOUBLE, HEADER, STEP, keeps_entries
+from snippets import AUTOLOAD_OFF, DOUBLE, HEADER, STEP, inner_args, keeps_entries
 
 from pytest_recompile import (
     CompiledWhileWarm,
@@ -107,21 +107,19 @@ def suite_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SuiteRun]:
     (root / "test_suite.py").write_text(SUITE)
     (root / "pytest.ini").write_text("[pytest]\n")  # the rootdir is this directory
     drop = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "PYTEST_ADDOPTS")
-    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env = {k: v for k, v in os.environ.items() if k not in drop} | AUTOLOAD_OFF
     runs = {}
-    for name, extra in (("serial", []), ("xdist", ["-n", "2"])):
+    for name, extra in (("serial", []), ("xdist", ["-p", "xdist", "-n", "2"])):
+        args = inner_args(
+            "--recompile-budget",
+            *extra,
+            f"--recompile-report={name}.json",
+            f"--junitxml={name}.xml",
+            "-p",
+            "no:cacheprovider",
+        )
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "--recompile-budget",
-                *extra,
-                f"--recompile-report={name}.json",
-                f"--junitxml={name}.xml",
-                "-p",
-                "no:cacheprovider",
-            ],
+            [sys.executable, "-m", "pytest", *args],
             cwd=root,
             env=env,
             capture_output=True,
@@ -137,7 +135,7 @@ def suite_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SuiteRun]:
     return runs
 
 
-@pytest.mark.slow
+@pytest.mark.xdist  # suite_runs runs the suite serially and under -n 2
 def test_json_report_matches_its_schema_and_says_everything(
     suite_runs: dict[str, SuiteRun],
 ) -> None:
@@ -174,7 +172,7 @@ def test_json_report_matches_its_schema_and_says_everything(
     assert report["summary"]["broke_the_gate"] == 2
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 def test_serial_and_xdist_give_the_same_summary_and_report(
     suite_runs: dict[str, SuiteRun],
 ) -> None:
@@ -188,7 +186,7 @@ def test_serial_and_xdist_give_the_same_summary_and_report(
     assert seen["serial"][0][0].startswith("test_suite.py::test_break: 1 graph break, budget 0")
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 @pytest.mark.parametrize("run", ["serial", "xdist"])
 def test_junit_properties_under_serial_and_xdist(suite_runs: dict[str, SuiteRun], run: str) -> None:
     props = suite_runs[run].junit
@@ -203,20 +201,20 @@ def test_junit_properties_under_serial_and_xdist(suite_runs: dict[str, SuiteRun]
 def test_report_ini_twin_and_bad_paths(run, pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE)
     pytester.makeini("[pytest]\nrecompile_report = from-ini.json\n")
-    pytester.runpytest("--recompile-budget", "-p", "no:randomly", "-k", "clean")
+    pytester.runpytest(*inner_args("--recompile-budget", "-p", "no:randomly", "-k", "clean"))
     assert load(pytester.path / "from-ini.json")["summary"]["gated_tests"] == 1
     made = pytester.runpytest(
-        "--recompile-budget", "-k", "clean", "--recompile-report=new/sub/r.json"
+        *inner_args("--recompile-budget", "-k", "clean", "--recompile-report=new/sub/r.json")
     )
     assert made.ret == pytest.ExitCode.OK  # missing directories are created, as --junitxml does
     assert load(pytester.path / "new/sub/r.json")["summary"]["gated_tests"] == 1
     (pytester.path / "afile").write_text("")
-    blocked = pytester.runpytest("--recompile-report=afile/out.json")
+    blocked = pytester.runpytest(*inner_args("--recompile-report=afile/out.json"))
     assert blocked.ret == pytest.ExitCode.USAGE_ERROR
     blocked.stderr.fnmatch_lines(
         [f"*{PREFIX} --recompile-report=afile/out.json: cannot create a directory for *afile*"]
     )
-    is_dir = pytester.runpytest(f"--recompile-report={pytester.path}")
+    is_dir = pytester.runpytest(*inner_args(f"--recompile-report={pytester.path}"))
     assert is_dir.ret == pytest.ExitCode.USAGE_ERROR
     is_dir.stderr.fnmatch_lines(["*is a directory; give a file path*"])
 
@@ -270,10 +268,12 @@ def test_baseline_round_trip(
     pytester.makepyfile(test_suite=BASELINE_SUITE)
     base = pytester.path / "recompiles.baseline.json"
 
-    gate = pytester.runpytest("--recompile-budget", "-p", "no:randomly")
+    gate = pytester.runpytest(*inner_args("--recompile-budget", "-p", "no:randomly"))
     gate.assert_outcomes(failed=1, passed=1)  # the suite does not pass the gate today
 
-    update = pytester.runpytest("--recompile-baseline-update", f"--recompile-baseline={base}")
+    update = pytester.runpytest(
+        *inner_args("--recompile-baseline-update", f"--recompile-baseline={base}")
+    )
     update.assert_outcomes(passed=2)
     update.stdout.fnmatch_lines([f"baseline written to {base}"])
     data = load(base)
@@ -284,16 +284,16 @@ def test_baseline_round_trip(
     assert data["tests"]["test_suite.py::test_clean"]["recompiles"] == 0
     assert set(steps["guards"]) == set(steps["values"]) == {"f"}
 
-    same = pytester.runpytest("--recompile-budget", f"--recompile-baseline={base}")
+    same = pytester.runpytest(*inner_args("--recompile-budget", f"--recompile-baseline={base}"))
     same.assert_outcomes(passed=2)
 
     monkeypatch.setenv("STEPS", "5")
-    worse = pytester.runpytest("--recompile-budget", f"--recompile-baseline={base}")
+    worse = pytester.runpytest(*inner_args("--recompile-budget", f"--recompile-baseline={base}"))
     worse.assert_outcomes(failed=1, passed=1)
     worse.stdout.fnmatch_lines([f"{PREFIX} 3 recompiles*, budget 2 (baseline)"])
 
     monkeypatch.setenv("STEPS", "2")
-    better = pytester.runpytest("--recompile-budget", f"--recompile-baseline={base}")
+    better = pytester.runpytest(*inner_args("--recompile-budget", f"--recompile-baseline={base}"))
     better.assert_outcomes(passed=2)
     better.stdout.fnmatch_lines(
         [
@@ -337,14 +337,16 @@ def test_baseline_update_says_what_no_baseline_can_absorb(run, pytester: pytest.
     # run exits 1 naming exactly the tests that gate run fails.
     pytester.makepyfile(test_suite=UNABSORBABLE_SUITE)
     base = pytester.path / "b.json"
-    update = pytester.runpytest("--recompile-baseline-update", f"--recompile-baseline={base}")
+    update = pytester.runpytest(
+        *inner_args("--recompile-baseline-update", f"--recompile-baseline={base}")
+    )
     assert update.ret == pytest.ExitCode.TESTS_FAILED
     update.assert_outcomes(passed=4)
     update.stdout.fnmatch_lines(
         [f"baseline written to {base}", f"{PREFIX} 3 broken rules no baseline can absorb*"]
     )
     named = set(re.findall(r"^  (test_suite\.py::\w+): ", update.stdout.str(), re.MULTILINE))
-    gate = pytester.runpytest("--recompile-budget", f"--recompile-baseline={base}")
+    gate = pytester.runpytest(*inner_args("--recompile-budget", f"--recompile-baseline={base}"))
     gate.assert_outcomes(passed=1, failed=3)
     failed = set(re.findall(r"^FAILED (\S+)", gate.stdout.str(), re.MULTILINE))
     assert (
@@ -362,14 +364,16 @@ def test_baseline_missing_or_corrupt_is_an_error_and_never_overwritten(
     run, pytester: pytest.Pytester
 ) -> None:
     pytester.makepyfile(test_suite=BASELINE_SUITE)
-    missing = pytester.runpytest("--recompile-budget", "--recompile-baseline=absent.json")
+    missing = pytester.runpytest(
+        *inner_args("--recompile-budget", "--recompile-baseline=absent.json")
+    )
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
     missing.stderr.fnmatch_lines(
         ["*baseline file absent.json does not exist; write one with --recompile-baseline-update"]
     )
     corrupt = pytester.path / "corrupt.json"
     corrupt.write_text('{"schema": "pytest-recompile/baseline", "version": 1, "tests": {')
-    bad = pytester.runpytest("--recompile-budget", f"--recompile-baseline={corrupt}")
+    bad = pytester.runpytest(*inner_args("--recompile-budget", f"--recompile-baseline={corrupt}"))
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*is not valid JSON*"])
     assert corrupt.read_text().endswith('"tests": {')
@@ -378,7 +382,9 @@ def test_baseline_missing_or_corrupt_is_an_error_and_never_overwritten(
     good = pytester.path / "good.json"
     good.write_text(json.dumps({"schema": BASELINE_SCHEMA, "version": 1, "tests": {}}))
     before = good.read_text()
-    failed = pytester.runpytest("--recompile-baseline-update", f"--recompile-baseline={good}")
+    failed = pytester.runpytest(
+        *inner_args("--recompile-baseline-update", f"--recompile-baseline={good}")
+    )
     failed.assert_outcomes(passed=2, failed=1)
     failed.stdout.fnmatch_lines([f"{PREFIX} baseline {good} NOT updated: the run did not pass*"])
     assert good.read_text() == before
@@ -404,7 +410,7 @@ def test_read_baseline_refuses_what_is_not_one(tmp_path: Path, content: str, mes
 
 
 def test_baseline_update_needs_a_path(run, pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--recompile-baseline-update")
+    result = pytester.runpytest(*inner_args("--recompile-baseline-update"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--recompile-baseline-update needs --recompile-baseline=PATH*"])
 
@@ -528,14 +534,14 @@ def test_warm_refuses(recompiles):
     assert "convert_frame.py" not in out
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("args", "incomplete"),
     [
         ((), None),
         (("-x",), "stopping after 1 failures"),
         (("--maxfail=2",), "stopping after 2 failures"),
-        (("-x", "-n", "2"), "stopping after 1 failures"),
+        (("-x", "-p", "xdist", "-n", "2"), "stopping after 1 failures"),
     ],
 )
 def test_a_run_stopped_early_says_so_in_the_report(
@@ -555,7 +561,7 @@ def test_steps(n):
         "--collect-only",
     )
     result = pytester.runpytest_subprocess(
-        "--recompile-budget", "-p", "no:randomly", "--recompile-report=r.json", *args
+        *inner_args("--recompile-budget", "-p", "no:randomly", "--recompile-report=r.json", *args)
     )
     report = load(pytester.path / "r.json")
     assert report["incomplete"] == incomplete

@@ -5,7 +5,7 @@ from __future__ import annotations
 from glob import escape as esc
 
 import pytest
-from snippets import DOUBLE, assert_marker_error
+from snippets import DOUBLE, assert_marker_error, assert_totals, inner_args
 
 from pytest_recompile.names import (
     EXPECT_GUARDS_FORM,
@@ -27,7 +27,7 @@ def test_marked():
 
 
 def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--help")
+    result = pytester.runpytest(*inner_args("--help"))
     result.stdout.fnmatch_lines(
         [
             "*torch.compile recompiles (pytest-recompile)*",
@@ -44,7 +44,7 @@ def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
 
 
 def test_markers_are_documented_with_signatures(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--markers")
+    result = pytester.runpytest(*inner_args("--markers"))
     result.stdout.fnmatch_lines(
         [
             f"@pytest.mark.{esc(MAX_RECOMPILES_FORM)}: *",
@@ -66,6 +66,7 @@ def test_strict_markers_accepts_ours(run) -> None:
         "--strict-markers",
     )
     result.assert_outcomes(passed=2)
+    assert_totals(result, gated=2, recompiles=1)  # test_marked's, within its budget of 1
 
 
 def test_disabled_with_p_no_recompile(run) -> None:
@@ -85,7 +86,7 @@ def test_no_torch_import_without_flag_ini_or_marker(pytester: pytest.Pytester) -
             assert not pytestconfig.pluginmanager.has_plugin("recompile-gate")
         """
     )
-    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result = pytester.runpytest_subprocess(*inner_args("-p", "no:randomly"))
     result.assert_outcomes(passed=1)
 
 
@@ -120,7 +121,9 @@ def test_bad_marker_fails_collection_before_torch_is_imported(pytester: pytest.P
         "def test_bad():\n    pass\n"
         "def test_ok():\n    pass\n"
     )
-    result = pytester.runpytest_subprocess("-p", "no:randomly", "-s", "--recompile-budget")
+    result = pytester.runpytest_subprocess(
+        *inner_args("-p", "no:randomly", "-s", "--recompile-budget")
+    )
     assert_marker_error(result, f"{PREFIX} @pytest.mark.max_recompiles on test_m.py::test_bad: *")
     result.stdout.fnmatch_lines(["torch imported: False"])
     assert "passed" not in result.stdout.str()  # nothing ran: the bar is red, not green
@@ -139,7 +142,7 @@ def test_bare_flag_before_a_path_says_how_to_write_it(run, pytester: pytest.Pyte
     result = run("def test_x():\n    pass\n", "--recompile-budget", "test_it.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*got 'test_it.py'; {BARE_FLAG_HINT}*"])
-    ok = pytester.runpytest("test_it.py", "--recompile-budget", "-p", "no:randomly")
+    ok = pytester.runpytest(*inner_args("test_it.py", "--recompile-budget", "-p", "no:randomly"))
     ok.assert_outcomes(passed=1)
 
 
@@ -174,7 +177,8 @@ def test_budget_in_pytest9s_native_toml_table(run, pytester: pytest.Pytester, va
         return
     pytester.makepyprojecttoml(f"[tool.pytest]\nrecompile_budget = {value}\n")
     result = run(RECOMPILES.replace("@pytest.mark.max_recompiles(0)\n", ""))
-    result.assert_outcomes(passed=1)  # one recompile, budget 1
+    result.assert_outcomes(passed=1)
+    assert_totals(result, gated=1, recompiles=1)  # within the ini's budget of 1
     result.stdout.fnmatch_lines(["*default budget 1 (recompile_budget=1 (ini))*"])
 
 
@@ -189,7 +193,9 @@ def test_a_conftests_pytestmark_warns_once_naming_the_file(pytester: pytest.Pyte
             "conftest.py": "import pytest\n\npytestmark = pytest.mark.skip\n",
         }
     )
-    result = pytester.runpytest("-p", "no:randomly", "-W", "error", "-m", "not nothing")
+    result = pytester.runpytest(
+        *inner_args("-p", "no:randomly", "-W", "error", "-m", "not nothing")
+    )
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
@@ -210,7 +216,7 @@ def test_bad_cli_mode(run) -> None:
 def test_ini_mode_and_cli_override(run, pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nrecompile_budget = 0\nrecompile_mode = report-only\n")
     run(RECOMPILES.replace("@pytest.mark.max_recompiles(0)\n", "")).assert_outcomes(passed=1)
-    override = pytester.runpytest("--recompile-mode=fail-fast", "-p", "no:randomly")
+    override = pytester.runpytest(*inner_args("--recompile-mode=fail-fast", "-p", "no:randomly"))
     override.assert_outcomes(failed=1)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from snippets import assert_totals, inner_args
 
 from pytest_recompile.names import PREFIX
 from pytest_recompile.report import SCHEMA_FILE
@@ -109,6 +110,7 @@ def test_a_report_only_run_keeps_the_trace_and_fails_nothing(
         OVER_AND_UNDER, "--recompile-budget", "--recompile-mode=report-only", "--recompile-trace=t"
     )
     result.assert_outcomes(passed=2)
+    assert_totals(result, gated=2, recompiles=2, broke=1, enforced=False)
     assert kept(pytester.path / "t") == [folder_name("test_it.py::test_over")]
 
 
@@ -190,7 +192,9 @@ def test_the_ini_twin_is_relative_to_the_rootdir(
     pytester.makepyfile(test_it="import torch\n" + OVER_AND_UNDER)
     elsewhere = pytester.mkdir("elsewhere")
     monkeypatch.chdir(elsewhere)
-    result = pytester.runpytest(str(pytester.path), "-p", "no:randomly", "-p", "no:logging")
+    result = pytester.runpytest(
+        *inner_args(str(pytester.path), "-p", "no:randomly", "-p", "no:logging")
+    )
     result.assert_outcomes(failed=1, passed=1)
     assert kept(pytester.path / "kept") == [folder_name("test_it.py::test_over")]
     assert not (elsewhere / "kept").exists()
@@ -217,14 +221,15 @@ def test_a_fixture_s_recompile_in_set_up_names_the_trace(run, pytester: pytest.P
     assert "dynamo_start" in (pytester.path / shown / TRACE_FILE).read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 def test_under_xdist_each_worker_keeps_its_own_tests_traces(pytester: pytest.Pytester) -> None:
     """Two workers, one failing test each side of a passing one: the folders are the same as
     in a serial run, and each failure names its own."""
     pytester.makepyfile(test_it="import pytest\nimport torch\n" + OVER_AND_UNDER + OWN_FAILURE)
-    result = pytester.runpytest_subprocess(
-        "-n", "2", "-p", "no:randomly", "--recompile-budget", "--recompile-trace=traces"
-    )
+    result = pytester.runpytest_subprocess(*inner_args(
+        "-p", "xdist", "-n", "2", "-p", "no:randomly",
+        "--recompile-budget", "--recompile-trace=traces",
+    ))  # fmt: skip
     result.assert_outcomes(failed=2, passed=1)
     names = [folder_name(f"test_it.py::{test}") for test in ("test_over", "test_raises")]
     assert kept(pytester.path / "traces") == sorted(names)

@@ -7,7 +7,7 @@ cost (issue 24, items 9-16)."""
 from __future__ import annotations
 
 import pytest
-from snippets import DOUBLE, REVERSE_CONFTEST, keeps_entries, read_json
+from snippets import DOUBLE, REVERSE_CONFTEST, assert_totals, keeps_entries, read_json
 
 from pytest_recompile.names import PREFIX
 
@@ -81,6 +81,7 @@ def test_stance():
         "--recompile-budget",
     )
     result.assert_outcomes(passed=2)
+    assert_totals(result, gated=2, recompiles=0)
 
 
 def test_a_compile_a_warm_block_stops_is_counted_as_stopped(run) -> None:

@@ -16,7 +16,7 @@ import torch._dynamo
 import torch._dynamo.cache_size as cache_size
 import torch._dynamo.callback as callback
 import torch._dynamo.utils as dynamo_utils
-from snippets import STEP, keeps_entries, read_json
+from snippets import STEP, inner_args, keeps_entries, read_json
 
 from pytest_recompile._torch import versions
 from pytest_recompile.names import PREFIX
@@ -141,7 +141,7 @@ def test_without_compile_metrics_seconds_read_zero(run, monkeypatch) -> None:
     assert line.startswith("degraded: compile seconds: this torch has no compile metrics")
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 def test_each_degraded_line_is_told_once_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         "import torch._dynamo\n"
@@ -152,17 +152,21 @@ def test_each_degraded_line_is_told_once_under_xdist(pytester: pytest.Pytester) 
     pytester.makepyfile(
         test_more="import pytest\n@pytest.mark.max_recompiles(0)\ndef test_y():\n    pass\n"
     )
-    result = pytester.runpytest_subprocess("-n", "2", "--recompile-budget", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess(
+        *inner_args("-p", "xdist", "-n", "2", "--recompile-budget", "-p", "no:randomly")
+    )
     result.assert_outcomes(failed=1, passed=1)
     assert len(degraded(result, "fullgraph")) == 1
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 def test_missing_api_under_xdist_is_named_without_a_crash(pytester: pytest.Pytester) -> None:
     # pytest.exit in an xdist worker would crash the controller: each gated test errors instead.
     pytester.makeconftest("import torch._dynamo.cache_size as c\ndel c.is_recompilation\n")
     pytester.makepyfile(test_it="def test_x():\n    pass\n")
-    result = pytester.runpytest_subprocess("-n", "2", "--recompile-budget", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess(
+        *inner_args("-p", "xdist", "-n", "2", "--recompile-budget", "-p", "no:randomly")
+    )
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*{PREFIX} torch * lacks what the gate reads*"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from snippets import AUTOLOAD_OFF, inner_args
 
 from pytest_recompile.terminal import RESET_FALLBACK
 
@@ -65,11 +66,11 @@ RULES = {
 RESET = f"reset fallback (report: isolation 'reset'): {RESET_FALLBACK}"
 
 COMMON = ["-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q"]
-# Environment variables that would change what the inner runs load or how they behave.
+# Environment variables that would change what the inner runs load or how they behave (they
+# load only the plugins they name: AUTOLOAD_OFF, inner_args).
 DROP_ENV = (
     "PYTEST_ADDOPTS",
     "PYTEST_PLUGINS",
-    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
     "TORCH_LOGS",
     "TORCH_TRACE",
     "TORCH_COMPILE_DEBUG",
@@ -79,7 +80,7 @@ DROP_ENV = (
 def _env(root: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in DROP_ENV}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-    return {**env, **extra}
+    return {**env, **AUTOLOAD_OFF, **extra}
 
 
 def _pytest(root: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -108,7 +109,7 @@ class FullRun:
         report, record = root / f"{name}.json", root / f"{name}-record.json"
         self.proc = _pytest(
             root,
-            [
+            inner_args(
                 "--recompile-budget=0",
                 "--recompile-mode=report-only",
                 f"--recompile-report={report.name}",
@@ -116,7 +117,7 @@ class FullRun:
                 "count_alone",
                 *order,
                 *COMMON,
-            ],
+            ),
             _env(root, COUNT_ALONE_RECORD=str(record)),
         )
         # 0: all passed; 1: some test failed or errored (a mismatch, shown per test). Anything
@@ -157,7 +158,7 @@ class AloneRun:
         out, record = root / "alone" / f"{index}.json", root / "alone" / f"{index}-record.json"
         self.proc = _pytest(
             root,
-            ["-p", "no:recompile", "-p", "count_alone", *COMMON, nodeid],
+            inner_args("-p", "no:recompile", "-p", "count_alone", *COMMON, nodeid),
             _env(root, COUNT_ALONE_OUT=str(out), COUNT_ALONE_RECORD=str(record)),
         )
         counts = json.loads(out.read_text()) if out.exists() else {}
@@ -222,7 +223,6 @@ def _table(rows: list[tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.slow
 @pytest.mark.differential
 def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None:
     started = time.perf_counter()
@@ -249,7 +249,7 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
             pool.submit(AloneRun, root, index, item["nodeid"])
             for index, item in enumerate(run_alone)
         ]
-        xdist_future = pool.submit(FullRun, root, "-n 2", ["-n", "2"], forward.items)
+        xdist_future = pool.submit(FullRun, root, "-n 2", ["-p", "xdist", "-n", "2"], forward.items)
         reverse = reversed_future.result()
         ran = {future.result().nodeid: future.result() for future in alone_futures}
         xdist = xdist_future.result()

@@ -7,7 +7,15 @@ from glob import escape as esc
 from pathlib import Path
 
 import pytest
-from snippets import HEADER, REVERSE_CONFTEST, keeps_entries, outcomes, read_json
+from snippets import (
+    HEADER,
+    REVERSE_CONFTEST,
+    assert_totals,
+    inner_args,
+    keeps_entries,
+    outcomes,
+    read_json,
+)
 
 from pytest_recompile._torch import versions
 from pytest_recompile.messages import STOPPED
@@ -243,6 +251,7 @@ def test_stranger():
     for order in ([], ["-p", "no:randomly", "-k", "stranger or warms"]):
         result = run(body, "--recompile-budget", *order)
         result.assert_outcomes(passed=2)
+        assert_totals(result, gated=2, recompiles=0)
         assert "against entries" not in result.stdout.str()
 
 
@@ -355,7 +364,7 @@ def test_flaky():
         shared(torch.ones(2, 2))
 """,
         "--recompile-budget",
-        "--reruns=1",
+        *("-p", "rerunfailures", "--reruns=1"),
         "--recompile-report=r.json",
         "--junitxml=j.xml",
     )
@@ -522,7 +531,7 @@ def test_without_single_entry_support_falls_back_to_a_full_reset(run, monkeypatc
     result.stdout.fnmatch_lines([f"isolation: {esc(RESET_FALLBACK)}"])
 
 
-@pytest.mark.slow
+@pytest.mark.xdist
 @keeps_entries
 def test_order_with_wider_fixtures_under_xdist(pytester) -> None:
     pytester.makepyfile(
@@ -538,9 +547,10 @@ def test_order_with_wider_fixtures_under_xdist(pytester) -> None:
         "TestModel::test_c": "passed",
     }
     for dist in ("loadfile", "loadscope"):
-        result = pytester.runpytest_subprocess(
-            "--recompile-budget", "-v", "-p", "no:randomly", "-n", "2", f"--dist={dist}"
-        )
+        result = pytester.runpytest_subprocess(*inner_args(
+            "--recompile-budget", "-v", "-p", "no:randomly",
+            "-p", "xdist", "-n", "2", f"--dist={dist}",
+        ))  # fmt: skip
         assert outcomes(result) == expected, dist
 
 

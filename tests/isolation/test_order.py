@@ -4,7 +4,7 @@ with compiled code warmed by a module fixture and by setUpClass among the tests.
 from __future__ import annotations
 
 import pytest
-from snippets import DOUBLE, HEADER, STEP
+from snippets import DOUBLE, HEADER, STEP, assert_totals, inner_args
 
 from pytest_recompile._torch import versions
 
@@ -141,15 +141,15 @@ def verdicts(result: pytest.RunResult) -> dict[str, str]:
     return found
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "order",
     [
         ["-p", "no:randomly"],
         ["-p", "no:randomly", "--reverse-order"],
-        ["--randomly-seed=1234"],  # pytest-randomly shuffles modules and tests
-        ["--randomly-seed=4321"],
-        ["-p", "no:randomly", "-n", "2"],
+        ["-p", "randomly", "--randomly-seed=1234"],  # pytest-randomly shuffles modules and tests
+        ["-p", "randomly", "--randomly-seed=4321"],
+        ["-p", "no:randomly", "-p", "xdist", "-n", "2"],
     ],
     ids=["forward", "reverse", "random-1234", "random-4321", "xdist"],
 )
@@ -157,7 +157,7 @@ def test_same_verdicts_in_any_order(pytester: pytest.Pytester, order: list[str])
     if any(arg.startswith("--randomly-seed") for arg in order):
         pytest.importorskip("pytest_randomly", reason="the shuffled orders need pytest-randomly")
     write_suite(pytester)
-    result = pytester.runpytest_subprocess("--recompile-budget", "-v", *order)
+    result = pytester.runpytest_subprocess(*inner_args("--recompile-budget", "-v", *order))
     assert verdicts(result) == EXPECTED
 
 
@@ -175,16 +175,22 @@ def pytest_collection_modifyitems(config, items):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_baseline_taken_in_one_order_passes_in_the_other(pytester: pytest.Pytester) -> None:
     write_suite(pytester)
-    taken = pytester.runpytest_subprocess(
+    taken = pytester.runpytest_subprocess(*inner_args(
         "--recompile-budget", "--recompile-baseline=base.json", "--recompile-baseline-update",
         "-p", "no:randomly",
-    )  # fmt: skip
+    ))  # fmt: skip
     assert taken.ret == 0, taken.stdout.str()
-    for order in (["-p", "no:randomly", "--reverse-order"], ["--randomly-seed=99"]):
+    for order in (
+        ["-p", "no:randomly", "--reverse-order"],
+        ["-p", "randomly", "--randomly-seed=99"],
+    ):
         checked = pytester.runpytest_subprocess(
-            "--recompile-budget", "--recompile-baseline=base.json", *order
+            *inner_args("--recompile-budget", "--recompile-baseline=base.json", *order)
         )
         checked.assert_outcomes(passed=len(EXPECTED))
+        # test_opted_out is not gated; test_warmed_big and TestWarmedClass::test_big recompile
+        # only against the wider fixtures' kept warm-ups.
+        assert_totals(checked, gated=14, recompiles=9 if versions.can_keep_entries() else 7)
