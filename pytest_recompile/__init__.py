@@ -12,20 +12,20 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Budget": "budget",
-    "BudgetError": "budget",
-    "Reason": "guards",
-    "InstalledGuard": "guards",
-    "GraphBreak": "records",
-    "CompiledWhileWarm": "errors",
-    "FunctionRecord": "records",
-    "Recompile": "records",
-    "RecompileBudgetExceeded": "errors",
-    "RecompileGateError": "errors",
-    "RecompileTracker": "tracker",
-    "Rule": "budget",
-    "Violation": "judge",
-    "warm": "tracker",
+    "Budget": "model.budget",
+    "BudgetError": "model.budget",
+    "Reason": "model.guards",
+    "InstalledGuard": "model.guards",
+    "GraphBreak": "model.records",
+    "CompiledWhileWarm": "recording.errors",
+    "FunctionRecord": "model.records",
+    "Recompile": "model.records",
+    "RecompileBudgetExceeded": "recording.errors",
+    "RecompileGateError": "recording.errors",
+    "RecompileTracker": "recording.tracker",
+    "Rule": "model.budget",
+    "Violation": "model.judge",
+    "warm": "recording.tracker",
 }
 
 __all__ = [
@@ -47,12 +47,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .budget import Budget, BudgetError, Rule
-    from .errors import CompiledWhileWarm, RecompileBudgetExceeded, RecompileGateError
-    from .guards import InstalledGuard, Reason
-    from .judge import Violation
-    from .records import FunctionRecord, GraphBreak, Recompile
-    from .tracker import RecompileTracker, warm
+    from .model.budget import Budget, BudgetError, Rule
+    from .model.guards import InstalledGuard, Reason
+    from .model.judge import Violation
+    from .model.records import FunctionRecord, GraphBreak, Recompile
+    from .recording.errors import CompiledWhileWarm, RecompileBudgetExceeded, RecompileGateError
+    from .recording.tracker import RecompileTracker, warm
 
 
 def __getattr__(name: str) -> Any:

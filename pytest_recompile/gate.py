@@ -2,11 +2,11 @@
 something is gated.
 
 Each hook hands off: who compiled what, and which entries a test starts from, to the
-:class:`~pytest_recompile.isolation.Ledger`; each test's state to its
+:class:`~pytest_recompile.isolation.ledger.Ledger`; each test's state to its
 :class:`~pytest_recompile.testrun.TestRun` (in its stash; the gate holds only the running
-one); recording to a :class:`~pytest_recompile.tracker.RecompileTracker` per test and per
+one); recording to a :class:`~pytest_recompile.recording.tracker.RecompileTracker` per test and per
 wider fixture's set-up (:mod:`.wider`); child processes to
-:class:`~pytest_recompile.processes.Children`; the session's results, carried by the reports,
+:class:`~pytest_recompile.children.parent.Children`; the session's results, carried by the reports,
 to :mod:`pytest_recompile.session`. Importing this module imports no torch."""
 
 from __future__ import annotations
@@ -16,26 +16,26 @@ from typing import Any, NoReturn
 
 import pytest
 
-from . import child, processes
 from ._torch import entries, events, hooks, instruments, versions
-from .budgets import assign_budgets
-from .errors import RecompileBudgetExceeded, RecompileGateError, stopped_message
-from .faults import Faults
-from .isolation import Ledger
-from .junit import junit_properties
-from .owners import Compiled, Owner
-from .results import Carried
+from .children import child, parent
+from .collection import assign_budgets
+from .isolation.ledger import Ledger
+from .isolation.owners import Compiled, Owner
+from .isolation.threads import Threads
+from .model.faults import Faults
+from .model.results import Carried
+from .recording.errors import RecompileBudgetExceeded, RecompileGateError, stopped_message
+from .recording.tracker import RecompileTracker
+from .recording.verdict import TestVerdict, raised
+from .reports.junit import junit_properties
 from .settings import BUDGET_KEY, RUN_KEY, Settings
 from .testrun import TestRun
-from .threads import Threads
-from .tracker import RecompileTracker
-from .verdict import TestVerdict, raised
-from .wider import WiderFixtures, used_fixtures, uses_recompiles
+from .wider_fixtures import WiderFixtures, used_fixtures, uses_recompiles
 
 
 class Gate:
     """Tracks compiles in every gated test and judges them; keeps each test's starting
-    state to what its live wider fixtures compiled (see :mod:`pytest_recompile.isolation`)."""
+    state to what its live wider fixtures compiled (see :mod:`.isolation.ledger`)."""
 
     def __init__(self, settings: Settings, *, worker: bool = False) -> None:
         self.settings = settings
@@ -47,7 +47,7 @@ class Gate:
         self.reset_pending = False  # the full reset waits until the wider fixtures are set up
         self._unhook: Any = None
         self._unstop: Any = None
-        self.children = processes.Children(self.faults)  # their records (processes on)
+        self.children = parent.Children(self.faults)  # their records (processes on)
         self.degraded: list[str] = []  # features this torch lacks, told once on a report
         self.threads = Threads()
         self.wider = WiderFixtures(

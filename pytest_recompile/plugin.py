@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PREFIX, PROCESS_MODES
-from .notices import RecompileMarkerIgnored, warn_at
+from .model.names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PREFIX, PROCESS_MODES
 from .options import (
     add_budget_ini,
     add_choice_option,
@@ -24,16 +23,11 @@ from .options import (
     add_max_guards_option,
     add_path_option,
 )
-from .settings import (
-    BARE_FLAG_HINT,
-    RUN_KEY,
-    SETTINGS_KEY,
-    Settings,
-    budget_option,
-)
+from .settings import BARE_FLAG_HINT, RUN_KEY, SETTINGS_KEY, Settings, budget_option
+from .warning_types import RecompileMarkerIgnored, warn_at
 
 if TYPE_CHECKING:
-    from .tracker import RecompileTracker
+    from .recording.tracker import RecompileTracker
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -200,7 +194,7 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
         yield run.verdict.tracker
         return
     from ._torch import versions
-    from .tracker import RecompileTracker
+    from .recording.tracker import RecompileTracker
 
     settings = request.config.stash[SETTINGS_KEY]
     # With the gate on, the test already starts from its wider fixtures' state (isolation),
@@ -269,7 +263,7 @@ class MarkerCheck:
         return report
 
     def errors(self, items: list[pytest.Item]) -> list[str]:
-        from .budgets import marker_errors
+        from .collection import marker_errors
 
         return marker_errors(items, self.settings)
 
@@ -282,7 +276,7 @@ class MarkerCheck:
                 continue
             names = sorted({m.name for m in _marks_of(getattr(plugin, "pytestmark", ()))} & _NAMES)
             if names:
-                from .messages import relative  # only here: start-up stays light
+                from .model.messages import relative  # only here: start-up stays light
 
                 shown = relative(path, str(session.config.rootpath))
                 warn_at(
@@ -335,6 +329,6 @@ class MarkerScan:
             self.settings.baseline_counts or self.settings.baseline_guards or uses
         ):
             return False
-        from .budgets import assign_budgets
+        from .collection import assign_budgets
 
         return assign_budgets(items, self.settings)

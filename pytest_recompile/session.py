@@ -20,15 +20,9 @@ import pytest
 
 from . import __version__
 from ._torch import caches, versions
-from .baseline import baseline_document
-from .ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
-from .durations import duration_lines, job_id_line, title
-from .files import write_json_atomic, write_text_atomic
-from .limit import limit_need
-from .messages import plural
-from .names import PREFIX
-from .report import report_document
-from .results import (
+from .model.messages import plural
+from .model.names import PREFIX
+from .model.results import (
     Carried,
     Environment,
     FixtureResult,
@@ -38,8 +32,13 @@ from .results import (
     ReportSettings,
     TestResult,
 )
-from .settings import Settings
-from .terminal import (
+from .reports.baseline import baseline_document
+from .reports.ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
+from .reports.durations import duration_lines, job_id_line, title
+from .reports.files import write_json_atomic, write_text_atomic
+from .reports.json_report import report_document
+from .reports.recompile_limit import limit_need
+from .reports.terminal import (
     FAULT,
     INCOMPLETE,
     MISSING,
@@ -48,6 +47,7 @@ from .terminal import (
     terminal_lines,
     totals_line,
 )
+from .settings import Settings
 
 
 @dataclass

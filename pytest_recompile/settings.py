@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .baseline import BaselineError, read_baseline
-from .files import OutputFileError, check_writable
-from .names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
+from .model.names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
+from .reports.baseline import BaselineError, read_baseline
+from .reports.files import OutputFileError, check_writable
 
 # markers.py is imported where a value is parsed: a run that asks for nothing never loads it.
 if TYPE_CHECKING:
-    from .budget import Budget, GuardBaseline, Rule
+    from .model.budget import Budget, GuardBaseline, Rule
     from .testrun import TestRun
 
 SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
@@ -87,7 +87,7 @@ class Settings:
         return self.report is not None or self.baseline is not None or self.report_md is not None
 
     def header(self) -> str:
-        from .messages import gate_header  # only once gated: start-up stays light
+        from .model.messages import gate_header  # only once gated: start-up stays light
 
         return gate_header(
             self.default,
@@ -112,7 +112,7 @@ def _max_guards(config: pytest.Config) -> Rule[int] | None:
 def _count_option(config: pytest.Config, name: str) -> Rule[int] | None:
     """--recompile-NAME=N (argparse checked it), else its ini twin recompile_NAME, an int or a
     string (see :func:`pytest_recompile.options.add_int_ini`), checked here; else None."""
-    from .budget import BudgetError, Rule, parse_count_text
+    from .model.budget import BudgetError, Rule, parse_count_text
 
     ini_name, flag = f"recompile_{name}", f"--recompile-{name.replace('_', '-')}"
     value: int | None = config.getoption(ini_name)
@@ -212,7 +212,7 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
         )
     check_writable(baseline, f"{PREFIX} {baseline_from}")
     # Record every test's full count and fail none.
-    from .budget import Rule
+    from .model.budget import Rule
 
     default = settings.default or Rule(0, "--recompile-baseline-update")
     return replace(settings, mode="report-only", default=default, baseline_update=True)
@@ -245,7 +245,7 @@ def _path_option(config: pytest.Config, name: str) -> tuple[str | None, str]:
 
 def max_guards_option(text: str) -> int:
     """argparse ``type=`` of --recompile-max-guards."""
-    from .budget import BudgetError, parse_count_text
+    from .model.budget import BudgetError, parse_count_text
 
     try:
         return parse_count_text(text, f"{PREFIX} --recompile-max-guards")
@@ -255,7 +255,7 @@ def max_guards_option(text: str) -> int:
 
 def budget_option(text: str) -> int:
     """argparse ``type=`` of --recompile-budget."""
-    from .budget import BudgetError, parse_count_text
+    from .model.budget import BudgetError, parse_count_text
 
     try:
         return parse_count_text(text, f"{PREFIX} --recompile-budget")

@@ -3,7 +3,7 @@
 A :class:`TestRun` is made before the test's set-up and held in its stash under one key
 (:data:`~pytest_recompile.settings.RUN_KEY`): who owns its compiles, the tracker that records
 them, what it started from, its wider fixtures' compiles and, for a gated test, its
-:class:`~pytest_recompile.verdict.TestVerdict`.
+:class:`~pytest_recompile.recording.verdict.TestVerdict`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from ._torch import instruments
-from .names import PREFIX
-from .notices import RecompileStateLeak, warn_at
-from .owners import Owner
-from .results import FixtureResult
-from .tracker import RecompileTracker
-from .verdict import TestVerdict
+from .isolation.owners import Owner
+from .model.names import PREFIX
+from .model.results import FixtureResult
+from .recording.tracker import RecompileTracker
+from .recording.verdict import TestVerdict
+from .warning_types import RecompileStateLeak, warn_at
 
 
 @dataclass(eq=False)

@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 
 from ._torch import trace
-from .faults import Faults
-from .messages import relative
-from .names import PREFIX
-from .notices import RecompileTraceUnread, warn_at
+from .model.faults import Faults
+from .model.messages import relative
+from .model.names import PREFIX
 from .settings import BUDGET_KEY, RUN_KEY
+from .warning_types import RecompileTraceUnread, warn_at
 
 TRACE_FILE = "torch_trace.log"  # the kept trace, in the test's folder
 TLPARSE_DIR = "tlparse"  # tlparse's HTML, beside it

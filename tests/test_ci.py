@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from snippets import DOUBLE, HEADER, STEP, assert_bad_ini, inner_args
 
-from pytest_recompile.ci import (
+from pytest_recompile.model.names import PREFIX
+from pytest_recompile.reports.ci import (
     MAX_ANNOTATIONS,
     TITLE,
     annotation_lines,
@@ -18,8 +19,7 @@ from pytest_recompile.ci import (
     escape_property,
     markdown_summary,
 )
-from pytest_recompile.names import PREFIX
-from pytest_recompile.terminal import INCOMPLETE
+from pytest_recompile.reports.terminal import INCOMPLETE
 
 SUITE = (
     HEADER

@@ -12,7 +12,7 @@ from snippets import assert_totals, read_json
 
 from pytest_recompile import RecompileTracker
 from pytest_recompile._torch import instruments, versions
-from pytest_recompile.names import PREFIX
+from pytest_recompile.model.names import PREFIX
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

@@ -165,7 +165,7 @@ def test_options_page_documents_what_the_plugin_registers(pytester: pytest.Pytes
 
 
 def test_guard_kinds_page_names_every_kind() -> None:
-    from pytest_recompile.guards import ALIASES, KINDS
+    from pytest_recompile.model.guards import ALIASES, KINDS
 
     page = (ROOT / "docs" / "guard-kinds.md").read_text()
     named = {k for row in table_cells(page, "`") for k in re.findall(r"`([A-Z_]+)", row[0])}
@@ -175,11 +175,18 @@ def test_guard_kinds_page_names_every_kind() -> None:
     assert set(re.findall(r"`(\w+)`", aliases.group(1))) <= set(ALIASES)
 
 
-FLOORS = ("model", "torch", "core", "pytest", "entry")
+LAYERS = ("model", "_torch", "isolation", "recording", "children", "reports", "")
+"""The package's layers, lowest first: its subpackages, then the top level (the pytest layer)."""
+
+
+def layer_of(module: str) -> str:
+    """``recording/tracker.py`` -> ``recording``; a top-level module -> ``""``."""
+    head, _, rest = module.partition("/")
+    return head if rest else ""
 
 
 def module_map() -> dict[str, str]:
-    """docs/how-it-works.md's module table: module -> floor."""
+    """docs/how-it-works.md's module table: module -> role."""
     page = (ROOT / "docs" / "how-it-works.md").read_text()
     return {row[0].strip("`"): row[1] for row in table_cells(page, "`")}
 
@@ -220,24 +227,48 @@ def test_the_module_map_is_the_package() -> None:
         sorted(set(mapped) - set(modules)),
         sorted(set(modules) - set(mapped)),
     )
-    for name, floor in mapped.items():
-        assert floor in FLOORS, f"{name}: unknown floor {floor!r}"
+    for name in modules:
+        assert layer_of(name) in LAYERS, f"{name}: in no layer"
 
 
-def test_imports_go_down_the_floors_without_a_circle() -> None:
-    """A module imports its own floor or lower ones, never pytest below the pytest layer, and
-    no module reaches itself through the modules it imports."""
-    mapped, modules = module_map(), package_modules()
+def test_every_subpackage_says_its_role() -> None:
+    package = ROOT / "pytest_recompile"
+    for init in package.glob("*/__init__.py"):
+        doc = ast_docstring(init)
+        assert doc, f"{init.parent.name}/ has no docstring saying its role"
+        role = doc.strip().split("\n\n")[0]  # its first paragraph (_torch/ goes on to list)
+        assert 1 <= len(role.splitlines()) <= 4, init
+
+
+def ast_docstring(path: Path) -> str | None:
+    import ast
+
+    return ast.get_docstring(ast.parse(path.read_text()))
+
+
+def test_the_top_level_is_the_pytest_layer_only() -> None:
+    top = [name for name in package_modules() if layer_of(name) == ""]
+    assert len(top) <= 10, top
+
+
+def test_imports_go_down_the_layers_without_a_circle() -> None:
+    """A module imports its own layer or lower ones (its package decides its layer), none
+    below the top level imports pytest, the model imports no torch either, and no module
+    reaches itself through the modules it imports."""
+    modules = package_modules()
     dotted = {name.removesuffix(".py").replace("/", "."): name for name in modules}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        floor = FLOORS.index(mapped[name])
+        layer = LAYERS.index(layer_of(name))
         found = imports_of(path)
         graph[name] = {dotted[d] for d in found if d in dotted and dotted[d] != name}
         for other in graph[name]:
-            assert FLOORS.index(mapped[other]) <= floor, f"{name} imports {other}, a higher floor"
-        if floor < FLOORS.index("pytest"):
-            assert not {d.split(".")[0] for d in found} & {"pytest", "_pytest"}, name
+            assert LAYERS.index(layer_of(other)) <= layer, f"{name} imports {other}, a higher layer"
+        roots = {d.split(".")[0] for d in found}
+        if layer_of(name) != "":
+            assert not roots & {"pytest", "_pytest"}, f"{name} imports pytest below the top level"
+        if layer_of(name) == "model":
+            assert "torch" not in roots, f"{name} imports torch in the model"
 
     def reach(start: str) -> set[str]:
         seen: set[str] = set()

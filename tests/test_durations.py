@@ -17,7 +17,9 @@ import torch.compiler.config
 from docblocks import assert_pasted, checked_blocks
 from snippets import DOUBLE, HEADER, assert_bad_ini, inner_args, read_json
 
-from pytest_recompile.durations import (
+from pytest_recompile.model.names import PREFIX
+from pytest_recompile.recording.freeze import no_caches
+from pytest_recompile.reports.durations import (
     FUNCTIONS_HEADING,
     NO_GATED_TEST,
     TESTS_HEADING,
@@ -25,10 +27,8 @@ from pytest_recompile.durations import (
     job_id_line,
     title,
 )
-from pytest_recompile.names import PREFIX
-from pytest_recompile.report import SCHEMA_FILE
+from pytest_recompile.reports.json_report import SCHEMA_FILE
 from pytest_recompile.settings import DURATIONS_EXPECTED
-from pytest_recompile.tally import no_caches
 
 SUITE = (
     DOUBLE

@@ -11,8 +11,8 @@ import torch_state
 from snippets import DOUBLE, HEADER, assert_totals, inner_args
 
 from pytest_recompile._torch import events, versions
-from pytest_recompile.names import PREFIX
-from pytest_recompile.terminal import INCOMPLETE
+from pytest_recompile.model.names import PREFIX
+from pytest_recompile.reports.terminal import INCOMPLETE
 
 NEXT_TEST_SEES_DEFAULTS = """
 import torch_state

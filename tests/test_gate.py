@@ -7,8 +7,8 @@ from glob import escape as esc
 import pytest
 from snippets import DOUBLE, HEADER, STEP, assert_totals, inner_args
 
-from pytest_recompile.messages import EAGER_FALLBACK, STOPPED
-from pytest_recompile.names import PREFIX
+from pytest_recompile.model.messages import EAGER_FALLBACK, STOPPED
+from pytest_recompile.model.names import PREFIX
 
 
 def test_global_int_fails_fast_with_the_guard(run) -> None:

@@ -13,12 +13,12 @@ import pytest
 from snippets import assert_bad_ini, assert_marker_error, inner_args, outcomes, read_json
 
 from pytest_recompile._torch import versions
-from pytest_recompile.budget import Budget, Rule
-from pytest_recompile.guard_cost import EntryGuards, entry_guards, value_guard
-from pytest_recompile.guards import installed_guard
-from pytest_recompile.markers import budget_from_marks
-from pytest_recompile.messages import GUARDS_FIX, entry_line, kinds_text
-from pytest_recompile.report import SCHEMA_FILE
+from pytest_recompile.model.budget import Budget, Rule
+from pytest_recompile.model.guard_cost import EntryGuards, entry_guards, value_guard
+from pytest_recompile.model.guards import installed_guard
+from pytest_recompile.model.markers import budget_from_marks
+from pytest_recompile.model.messages import GUARDS_FIX, entry_line, kinds_text
+from pytest_recompile.reports.json_report import SCHEMA_FILE
 
 # A model whose guard tree grows with its layers (torch 2.13, CPU: 36 leaf guards with 2
 # layers, 340 with 40).
@@ -383,13 +383,13 @@ def test_max_guards_in_child_processes_and_under_xdist(
     ],
 )
 def test_a_guard_source_as_the_users_code_writes_it(source: str, written: str) -> None:
-    from pytest_recompile.guards import expression
+    from pytest_recompile.model.guards import expression
 
     assert expression(source) == written
 
 
 def test_a_size_fix_names_the_argument_and_the_dimension() -> None:
-    from pytest_recompile.guards import parse_reason
+    from pytest_recompile.model.guards import parse_reason
 
     reason = parse_reason("0/0: tensor 'x' size mismatch at index 1. expected 4, actual 8")
     assert "torch._dynamo.mark_dynamic(x, 1)" in reason.hint
@@ -442,8 +442,8 @@ def _fn(name: str, entries: int, limit: bool = False) -> dict[str, object]:
 
 
 def test_limit_need_takes_the_most_entries_of_each_function_wherever_held() -> None:
-    from pytest_recompile.limit import limit_need
-    from pytest_recompile.messages import limit_line
+    from pytest_recompile.model.messages import limit_line
+    from pytest_recompile.reports.recompile_limit import limit_need
 
     results = [
         ("t.py::test_a", {"functions": [_fn("f", 2), _fn("g", 1)], "processes": []}),

@@ -11,7 +11,7 @@ from snippets import DOUBLE, STEP, assert_marker_error, assert_totals
 
 from pytest_recompile import RecompileTracker
 from pytest_recompile._torch import versions
-from pytest_recompile.guards import (
+from pytest_recompile.model.guards import (
     ALIASES,
     KINDS,
     UnknownKind,
@@ -21,7 +21,7 @@ from pytest_recompile.guards import (
     normalise_kind,
     parse_reason,
 )
-from pytest_recompile.names import EXPECT_GUARDS_FORM, PREFIX
+from pytest_recompile.model.names import EXPECT_GUARDS_FORM, PREFIX
 
 
 def compiled(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from snippets import inner_args, outcomes, read_json
 
-from pytest_recompile import messages, processes
-from pytest_recompile.names import SPOOL_ENV
+from pytest_recompile.children import parent as processes
+from pytest_recompile.model import messages
+from pytest_recompile.model.names import SPOOL_ENV
+from pytest_recompile.reports.json_report import SCHEMA_FILE
 
 pytestmark = [
     pytest.mark.processes,
@@ -91,7 +93,7 @@ def _run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult
 def _validate(document: dict[str, object]) -> None:
     import jsonschema
 
-    with open(processes.__file__.replace("processes.py", "report.schema.json")) as f:
+    with open(SCHEMA_FILE) as f:
         jsonschema.validate(document, json.load(f))
 
 
@@ -533,7 +535,7 @@ def test_gate_errors_cross_process_boundaries() -> None:
     """A child's gate error reaches its parent pickled (multiprocessing): as its message."""
     import pickle
 
-    from pytest_recompile.errors import CompiledWhileWarm, RecompileBudgetExceeded
+    from pytest_recompile.recording.errors import CompiledWhileWarm, RecompileBudgetExceeded
 
     for error in (RecompileBudgetExceeded([], [], stopped=True), CompiledWhileWarm("refused")):
         copy = pickle.loads(pickle.dumps(error))

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from pytest_recompile._torch.events import CompileEvent
-from pytest_recompile.recorder import Recorder
+from pytest_recompile.recording.recorder import Recorder
 
 
 def forward(x):  # type: ignore[no-untyped-def]
@@ -30,14 +30,14 @@ def event(compile_id: str, *, recompile: bool, reasons: tuple[str, ...] = ()) ->
 
 
 def test_importing_the_recorder_imports_no_torch() -> None:
-    code = "import sys, pytest_recompile.recorder\nassert 'torch' not in sys.modules"
+    code = "import sys, pytest_recompile.recording.recorder\nassert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_the_core_imports_no_pytest() -> None:
     """A child process records with the tracker: it must not pay for importing pytest."""
     code = (
-        "import sys, pytest_recompile.child, pytest_recompile.tracker\n"
+        "import sys, pytest_recompile.children.child, pytest_recompile.recording.tracker\n"
         "assert not {'pytest', '_pytest'} & set(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -24,15 +24,15 @@ from pytest_recompile import (
     warm,
 )
 from pytest_recompile._torch import instruments, versions
-from pytest_recompile.baseline import (
+from pytest_recompile.model.names import PREFIX
+from pytest_recompile.reports.baseline import (
     BASELINE_SCHEMA,
     BaselineError,
     read_baseline,
 )
-from pytest_recompile.files import write_json_atomic
-from pytest_recompile.names import PREFIX
-from pytest_recompile.report import SCHEMA_FILE
-from pytest_recompile.terminal import INCOMPLETE
+from pytest_recompile.reports.files import write_json_atomic
+from pytest_recompile.reports.json_report import SCHEMA_FILE
+from pytest_recompile.reports.terminal import INCOMPLETE
 
 SUITE = (
     HEADER

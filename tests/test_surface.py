@@ -7,7 +7,7 @@ from glob import escape as esc
 import pytest
 from snippets import DOUBLE, assert_marker_error, assert_totals, inner_args
 
-from pytest_recompile.names import (
+from pytest_recompile.model.names import (
     EXPECT_GUARDS_FORM,
     FORBID_GUARDS_FORM,
     MAX_GRAPH_BREAKS_FORM,

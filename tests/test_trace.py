@@ -12,8 +12,8 @@ import jsonschema
 import pytest
 from snippets import assert_totals, inner_args
 
-from pytest_recompile.names import PREFIX
-from pytest_recompile.report import SCHEMA_FILE
+from pytest_recompile.model.names import PREFIX
+from pytest_recompile.reports.json_report import SCHEMA_FILE
 from pytest_recompile.traces import (
     TLPARSE_DIR,
     TRACE_FILE,

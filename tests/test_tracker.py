@@ -12,8 +12,8 @@ import torch_state
 
 from pytest_recompile import RecompileBudgetExceeded, RecompileTracker
 from pytest_recompile._torch import events, versions
-from pytest_recompile.messages import STOPPED
-from pytest_recompile.names import PREFIX
+from pytest_recompile.model.messages import STOPPED
+from pytest_recompile.model.names import PREFIX
 
 
 def make_double():

@@ -7,20 +7,20 @@ from typing import Any
 
 import pytest
 
-from pytest_recompile.budget import Budget, BudgetError, Rule, check_count, parse_count_text
-from pytest_recompile.guards import BACKEND_CHANGED, parse_reason
-from pytest_recompile.judge import judge, rerecords
-from pytest_recompile.markers import budget_from_marks
-from pytest_recompile.messages import (
+from pytest_recompile.model.budget import Budget, BudgetError, Rule, check_count, parse_count_text
+from pytest_recompile.model.guards import BACKEND_CHANGED, parse_reason
+from pytest_recompile.model.judge import judge, rerecords
+from pytest_recompile.model.markers import budget_from_marks
+from pytest_recompile.model.messages import (
     EAGER_FALLBACK,
     STOPPED,
     failure_message,
     relative,
     violation_result,
 )
-from pytest_recompile.names import MAX_RECOMPILES_FORM
-from pytest_recompile.records import FunctionRecord, Recompile
-from pytest_recompile.terminal import terminal_lines
+from pytest_recompile.model.names import MAX_RECOMPILES_FORM
+from pytest_recompile.model.records import FunctionRecord, Recompile
+from pytest_recompile.reports.terminal import terminal_lines
 
 
 @dataclass

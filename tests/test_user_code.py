@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from snippets import DOUBLE, REVERSE_CONFTEST, assert_totals, keeps_entries, read_json
 
-from pytest_recompile.names import PREFIX
+from pytest_recompile.model.names import PREFIX
 
 
 @keeps_entries  # the module fixture's entry must reach the test

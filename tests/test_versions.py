@@ -19,9 +19,9 @@ import torch._dynamo.utils as dynamo_utils
 from snippets import STEP, inner_args, keeps_entries, read_json
 
 from pytest_recompile._torch import versions
-from pytest_recompile.names import PREFIX
-from pytest_recompile.reuse import NO_REUSE
-from pytest_recompile.terminal import RESET_FALLBACK
+from pytest_recompile.isolation.reuse import NO_REUSE
+from pytest_recompile.model.names import PREFIX
+from pytest_recompile.reports.terminal import RESET_FALLBACK
 
 BREAKS = """
 @torch.compile(backend="eager")

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..results import CachesResult
+    from ..model.results import CachesResult
 
 # cache name in the report -> (counters' group, the prefix of its hit/miss/bypass counters)
 CACHES = {

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
-from ..identity import IdentityMap
+from ..model.identity import IdentityMap
 from . import backends, versions
 
 

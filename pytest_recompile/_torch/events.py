@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
-from ..identity import IdentityMap
+from ..model.identity import IdentityMap
 from . import backends, entries, fingerprints, guard_tree, versions
 
 if TYPE_CHECKING:
@@ -263,7 +263,7 @@ _EQUALS_SOURCE = re.compile(r"^(?:\d+/\d+:\s*)?(?P<source>[\w.\[\]']+) == ")
 def _equals_values(reasons: tuple[str, ...], user_frame: Any) -> dict[str, str]:
     """The values the call passed for the sources of failing ``==`` guards (read while the
     frame is alive: torch frees it after the compile)."""
-    from ..guards import normalise_scope
+    from ..model.guards import normalise_scope
 
     values = {}
     for raw in reasons:

@@ -94,7 +94,7 @@ def failing_leaf_kinds(listed: list[Any], reasons: tuple[str, ...]) -> tuple[str
 
     None where the reason is not a leaf's code part (torch words tensor mismatches itself).
     """
-    from ..guards import same_guard_text
+    from ..model.guards import same_guard_text
 
     by_id = {str(entry.compile_id): entry for entry in listed}
     kinds: list[str | None] = []

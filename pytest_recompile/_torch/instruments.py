@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import events, versions
 
 if TYPE_CHECKING:
-    from ..records import GraphBreak
+    from ..model.records import GraphBreak
 
 # Metric capacity while a tracker is active (torch keeps 64 by default).
 METRICS_CAPACITY = 4096
@@ -43,7 +43,7 @@ def graph_breaks_since(mark: int) -> list[GraphBreak]:
     """GraphBreaks recorded by torch since ``graph_break_count()`` returned ``mark``."""
     import torch._dynamo.utils as dynamo_utils
 
-    from ..records import graph_break
+    from ..model.records import graph_break
 
     if not versions.has_graph_break_records():
         return []
@@ -68,7 +68,7 @@ def graph_break_error(exc: BaseException) -> GraphBreak | None:
     """The GraphBreak behind a fullgraph error torch raised at a break, else None."""
     from torch._dynamo.exc import Unsupported
 
-    from ..records import graph_break
+    from ..model.records import graph_break
 
     if not isinstance(exc, Unsupported):
         return None

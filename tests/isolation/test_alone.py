@@ -11,7 +11,7 @@ import pytest
 from snippets import REVERSE_CONFTEST, keeps_entries, outcomes, read_json
 
 from pytest_recompile._torch import versions
-from pytest_recompile.terminal import FAULT
+from pytest_recompile.reports.terminal import FAULT
 
 REPORT_ONLY = ("--recompile-budget", "--recompile-mode=report-only", "--recompile-report=r.json")
 
@@ -375,7 +375,7 @@ def test_records_are_keyed_by_code_and_compile_id() -> None:
 FAULTY_CONFTEST = """
 import pytest
 from pytest_recompile._torch import entries
-from pytest_recompile.verdict import TestVerdict
+from pytest_recompile.recording.verdict import TestVerdict
 
 real_keep_only, real_freeze = entries.keep_only, TestVerdict.freeze
 running = [""]
@@ -452,7 +452,7 @@ def test_a_fault_in_keeping_entries_is_contained_and_named_once(run, pytester) -
 def test_code_objects_are_keyed_by_identity_not_equality() -> None:
     """A module imported again has new code objects equal to the old ones: the isolation
     ledger must never take one's cache entries for the other's."""
-    from pytest_recompile.identity import IdentityMap, IdentitySet
+    from pytest_recompile.model.identity import IdentityMap, IdentitySet
 
     source = "def f(x):\n    return x + 1\n"
     first = compile(source, "same.py", "exec").co_consts[0]

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from snippets import AUTOLOAD_OFF, inner_args
 
-from pytest_recompile.terminal import RESET_FALLBACK
+from pytest_recompile.reports.terminal import RESET_FALLBACK
 
 SUITE = Path(__file__).parent / "differential_suite"
 # The alone runs start a fresh interpreter each (torch import and Dynamo's first compile

@@ -18,9 +18,9 @@ from snippets import (
 )
 
 from pytest_recompile._torch import versions
-from pytest_recompile.messages import STOPPED
-from pytest_recompile.names import PREFIX
-from pytest_recompile.terminal import ISOLATION_HINT, RESET_FALLBACK
+from pytest_recompile.model.messages import STOPPED
+from pytest_recompile.model.names import PREFIX
+from pytest_recompile.reports.terminal import ISOLATION_HINT, RESET_FALLBACK
 
 SHARED = """
 @torch.compile(backend="eager")
@@ -405,7 +405,7 @@ def test_a_fault_while_a_subtest_fails_is_named_on_the_tests_own_report(run, pyt
         pytest.skip("the subtests fixture is pytest 9's")
     pytester.makeconftest(
         """
-from pytest_recompile.verdict import TestVerdict
+from pytest_recompile.recording.verdict import TestVerdict
 
 real_freeze = TestVerdict.freeze
 

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-from .guard_cost import entry_count, largest_result
-from .messages import (
+from ..model.guard_cost import entry_count, largest_result
+from ..model.messages import (
     first_guard,
     fix_lines,
     plural,
@@ -23,10 +23,8 @@ from .messages import (
     relative,
     who,
 )
-from .messages import (
-    offenders as worst_first,
-)
-from .results import (
+from ..model.messages import offenders as worst_first
+from ..model.results import (
     FunctionResult,
     ReasonResult,
     TestResult,

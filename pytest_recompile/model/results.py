@@ -25,7 +25,7 @@ RuleKind = Literal[
     "cudagraph_rerecords",
     "unknown_function",
 ]
-"""The rule a judged block broke (a :class:`~pytest_recompile.judge.Violation`'s kind)."""
+"""The rule a judged block broke (a :class:`~pytest_recompile.model.judge.Violation`'s kind)."""
 
 ViolationKind = Literal[RuleKind, "warm", "divergence"]
 """A result's violation: a broken rule, a compile refused in a warm block, or ranks that

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any
 
+from .._torch import dynamic_state, entries, events, fingerprints, hooks, instruments
+from ..model.faults import Faults
+from ..model.identity import IdentityMap, IdentitySet
 from . import reuse
-from ._torch import dynamic_state, entries, events, fingerprints, hooks, instruments
-from .faults import Faults
-from .identity import IdentityMap, IdentitySet
 from .owners import Compiled, Owner
 
 _PENDING = 64  # compiles kept per code object while they have made no entry (yet)

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from .files import OutputFileError
 
 if TYPE_CHECKING:  # read at every start-up (settings): the types cost nothing at run time
-    from .budget import GuardBaseline
-    from .results import BaselineDocument, BaselineTest, TestResult
+    from ..model.budget import GuardBaseline
+    from ..model.results import BaselineDocument, BaselineTest, TestResult
 
 BASELINE_SCHEMA = "pytest-recompile/baseline"
 BASELINE_VERSION = 1
@@ -111,7 +111,7 @@ def baseline_document(results: Mapping[str, TestResult]) -> BaselineDocument:
     """The baseline of a run: every gated test that recompiled, with its counts (a budget
     applies to each process: the count of the process that recompiled most, and each
     function's most in one process)."""
-    from .results import functions_of, per_process
+    from ..model.results import functions_of, per_process
 
     tests: dict[str, BaselineTest] = {}
     for nodeid in sorted(results):

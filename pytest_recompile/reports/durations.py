@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .messages import cache_text, location, plural
-from .names import PREFIX
-from .results import FixtureResult, FunctionResult, TestResult
+from ..model.messages import cache_text, location, plural
+from ..model.names import PREFIX
+from ..model.results import FixtureResult, FunctionResult, TestResult
 
 # As pytest's --durations-min: shorter entries are hidden unless -vv.
 SHORTEST_SHOWN = 0.005

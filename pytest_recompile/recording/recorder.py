@@ -1,8 +1,8 @@
 """What a block compiled, per function: the record a tracker keeps, without torch.
 
 :class:`Recorder` turns compile events (plain values, see :mod:`._torch.events`) into
-:class:`~pytest_recompile.records.FunctionRecord` values and answers questions about them. It
-imports no torch and drives nothing: :class:`~pytest_recompile.tracker.RecompileTracker`, which
+:class:`~pytest_recompile.model.records.FunctionRecord` values and answers questions about them. It
+imports no torch and drives nothing: :class:`~.tracker.RecompileTracker`, which
 the gate, the ``recompiles`` fixture and child processes use, adds torch's instruments and the
 budget to it.
 """
@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import CodeType, MappingProxyType
 
-from ._torch.events import RESUME_PREFIX, CompileEvent, CompileKey, compile_key, qualname
-from .guards import Reason, parse_reason
-from .records import FunctionRecord, Recompile
+from .._torch.events import RESUME_PREFIX, CompileEvent, CompileKey, compile_key, qualname
+from ..model.guards import Reason, parse_reason
+from ..model.records import FunctionRecord, Recompile
 
 
 def event_reasons(event: CompileEvent) -> tuple[Reason, ...]:

@@ -1,8 +1,8 @@
 """Tracking: torch's instruments driven for a block (a test, a ``with`` block).
 
-The tracker is a :class:`~pytest_recompile.recorder.Recorder` that listens to torch: compile
+The tracker is a :class:`~.recorder.Recorder` that listens to torch: compile
 events, graph breaks, CUDA-graph recordings, compile seconds and cache entries. It hands its
-records to :func:`~pytest_recompile.verdict.judge`; in fail-fast mode it raises at the compile
+records to :func:`~pytest_recompile.model.judge.judge`; in fail-fast mode it raises at the compile
 that breaks the rules. Plain Python, usable in a script or notebook as well as from the pytest
 plugin::
 
@@ -20,19 +20,19 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from types import TracebackType
 
-from ._torch import caches, dynamic_state, entries, events, hooks, instruments, versions
-from .budget import Budget, Rule, check_count
+from .._torch import caches, dynamic_state, entries, events, hooks, instruments, versions
+from ..model.budget import Budget, Rule, check_count
+from ..model.faults import Faults
+from ..model.guards import InstalledGuard
+from ..model.judge import Violation, judge, unknown_functions
+from ..model.messages import warm_message, warm_refusal
+from ..model.names import MODES
+from ..model.records import FunctionRecord, GraphBreak, distinct_breaks
+from ..model.results import CachesResult
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded
-from .faults import Faults
-from .guards import InstalledGuard
-from .judge import Violation, judge, unknown_functions
-from .messages import warm_message, warm_refusal
-from .names import MODES
+from .guard_reader import GuardTrees
 from .recorder import Recorder, event_reasons
-from .records import FunctionRecord, GraphBreak, distinct_breaks
-from .results import CachesResult
 from .sites import call_frame
-from .trees import GuardTrees
 
 
 class RecompileTracker(Recorder):

@@ -1,7 +1,7 @@
 """The gate's judgement of one gated test (plain Python: no pytest).
 
 A :class:`TestVerdict` is kept beside the test's tracker. At each phase's end it judges once
-and freezes the :class:`~pytest_recompile.results.TestResult` that phase's report carries;
+and freezes the :class:`~pytest_recompile.model.results.TestResult` that phase's report carries;
 :meth:`TestVerdict.outcome` says what the phase's end means for the test, worded from the same
 result model as every other output (:mod:`.messages`).
 """
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import messages
-from ._torch import instruments
+from .._torch import instruments
+from ..model import messages
+from ..model.judge import Violation
+from ..model.messages import failure_message
+from ..model.names import PREFIX
+from ..model.results import ProcessResult, TestResult
 from .errors import CompiledWhileWarm, RecompileGateError, stopped_message
-from .judge import Violation
-from .messages import failure_message
-from .names import PREFIX
-from .results import ProcessResult, TestResult
+from .freeze import result_for_test
 from .sites import Site, call_frame
-from .tally import result_for_test
 from .tracker import RecompileTracker
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._torch import dynamic_state, entries, fingerprints
+from .._torch import dynamic_state, entries, fingerprints
 from .owners import Compiled
 
 RECOMPILED = "a recompile's entry (a first call elsewhere compiles another)"

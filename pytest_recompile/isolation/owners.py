@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._torch import events
+from .._torch import events
 
 OwnerKind = Literal["outside", "fixture", "test", "dropped"]
 

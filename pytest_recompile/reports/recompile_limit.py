@@ -11,8 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from .names import HEADROOM
-from .results import FixtureResult, FunctionResult, LimitNeed, LimitResult, TestResult, functions_of
+from ..model.names import HEADROOM
+from ..model.results import (
+    FixtureResult,
+    FunctionResult,
+    LimitNeed,
+    LimitResult,
+    TestResult,
+    functions_of,
+)
 
 
 class Held(NamedTuple):

@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import Any
 
-from .names import SPOOL_ENV, SPOOL_OWNER
+from ..model.names import SPOOL_ENV, SPOOL_OWNER
 
 _RECORDER: list[ChildRecorder] = []  # this process's recorder, once torch._dynamo is imported
 _FORK_HOOK: list[bool] = []
@@ -44,7 +44,7 @@ def watch_forks() -> None:
 def after_fork() -> None:
     """In a forked child: the parent's hooks and records stay the parent's; record afresh
     while the session's spool exists (else record nothing: the gate's hooks are forgotten)."""
-    from ._torch import hooks
+    from .._torch import hooks
 
     hooks.forget_compile_hooks()
     _RECORDER.clear()
@@ -92,7 +92,7 @@ class ChildRecorder:
     """One process's compiles, per owner (the test or wider fixture running in the parent)."""
 
     def __init__(self, spool: str) -> None:
-        from ._torch import hooks, instruments
+        from .._torch import hooks, instruments
 
         self.spool = spool
         self.pid = os.getpid()  # a fork inherits this object's exit handler: not its to run
@@ -133,7 +133,7 @@ class ChildRecorder:
         key = token.decode()
         owner = self.owners.get(key)
         if owner is None:
-            from .budget import Budget
+            from ..model.budget import Budget
 
             owner = self.owners[key] = json.loads(rest)
             owner["token"] = key
@@ -144,7 +144,7 @@ class ChildRecorder:
     def _tracker(self, owner: dict[str, Any]) -> Any:
         """The tracker of ``owner``: a wider fixture's set-up pauses the test's tracker; a
         new test closes the trackers of the tests before it."""
-        from .tracker import RecompileTracker
+        from ..recording.tracker import RecompileTracker
 
         token = owner["token"]
         if token == self.token:
@@ -170,7 +170,7 @@ class ChildRecorder:
     # -- events ---------------------------------------------------------------------------------
 
     def on_compile(self, event: Any) -> None:
-        from .errors import RecompileBudgetExceeded
+        from ..recording.errors import RecompileBudgetExceeded
 
         try:
             owner = self._owner()
@@ -247,7 +247,7 @@ class ChildRecorder:
     def _write(self, token: str, state: str, tracker: Any = None) -> None:
         """Append this owner's records as they are now, data only (the parent words them):
         one line, one write."""
-        from .tally import result_for_test
+        from ..recording.freeze import result_for_test
 
         tracker = tracker or self.trackers[token]
         owner = self.owners[token]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .guard_cost import entry_count, largest_result
-from .messages import cache_text, who
-from .results import TestResult, functions_of
+from ..model.guard_cost import entry_count, largest_result
+from ..model.messages import cache_text, who
+from ..model.results import TestResult, functions_of
 
 JUNIT_NAMES = (
     "recompiles",

@@ -1,9 +1,9 @@
 """pytest-recompile's start-up hook for the child processes of a gated test.
 
 This directory is put first on ``PYTHONPATH`` only while a pytest session with the gate runs
-(see ``pytest_recompile/processes.py``); the session takes it off again. Here nothing is
+(see ``pytest_recompile/children/parent.py``); the session takes it off again. Here nothing is
 imported: a finder waits for ``torch._dynamo`` and, once it is imported, starts recording
-(``pytest_recompile.child.start``). Then the ``sitecustomize`` that this one shadows, if any,
+(``children.child.start``). Then the ``sitecustomize`` that this one shadows, if any,
 runs as it would have.
 """
 
@@ -34,7 +34,7 @@ def _pytest_recompile_watch() -> None:
             def exec_module(module):  # type: ignore[no-untyped-def]
                 run(module)
                 try:
-                    from pytest_recompile import child
+                    from pytest_recompile.children import child
 
                     child.start(str(spool))
                 except Exception as exc:  # never the child's error

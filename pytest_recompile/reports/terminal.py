@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .limit import limit_need
-from .messages import EAGER_FALLBACK, first_guard, limit_line, notes, plural, seconds_text
-from .names import PREFIX
-from .results import (
+from ..model.messages import EAGER_FALLBACK, first_guard, limit_line, notes, plural, seconds_text
+from ..model.names import PREFIX
+from ..model.results import (
     FixtureResult,
     LimitResult,
     OutlivedResult,
@@ -17,6 +16,7 @@ from .results import (
     child_recompiles,
     per_process,
 )
+from .recompile_limit import limit_need
 
 ISOLATION_HINT = (
     "warm shared compiled models once in a module- or session-scoped fixture: what it "

@@ -19,8 +19,8 @@ import threading
 import weakref
 from collections.abc import Iterable
 
-from ._torch.events import CompileEvent, qualname
-from .results import OutlivedResult
+from .._torch.events import CompileEvent, qualname
+from ..model.results import OutlivedResult
 
 _POOL_WORKERS = (
     (os.path.join("concurrent", "futures", "thread.py"), "_worker"),

@@ -27,10 +27,10 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
-from .budget import Budget
-from .faults import Faults
-from .names import SHADOWED_ENV, SPOOL_ENV, SPOOL_OWNER
-from .results import ProcessResult
+from ..model.budget import Budget
+from ..model.faults import Faults
+from ..model.names import SHADOWED_ENV, SPOOL_ENV, SPOOL_OWNER
+from ..model.results import ProcessResult
 
 STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_startup")
 

@@ -9,11 +9,11 @@ from dataclasses import replace
 from types import CodeType
 from typing import Any
 
-from ._torch import events, guard_tree, instruments
-from .faults import Faults
-from .guard_cost import EntryGuards, entry_guards
-from .guards import InstalledGuard, installed_guard
-from .records import FunctionRecord
+from .._torch import events, guard_tree, instruments
+from ..model.faults import Faults
+from ..model.guard_cost import EntryGuards, entry_guards
+from ..model.guards import InstalledGuard, installed_guard
+from ..model.records import FunctionRecord
 
 # What a read found: the function, its entry's compile id, the entry's guards.
 Found = list[tuple[FunctionRecord, str, EntryGuards]]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .judge import Violation
-from .messages import failure_message, violation_result
-from .records import FunctionRecord
+from ..model.judge import Violation
+from ..model.messages import failure_message, violation_result
+from ..model.records import FunctionRecord
 from .sites import Site, call_frame
 
 
@@ -34,7 +34,7 @@ def _rebuilt(cls: type[RecompileGateError], message: str) -> RecompileGateError:
 
 
 class CompiledWhileWarm(RecompileGateError):
-    """torch was about to compile inside a :func:`~pytest_recompile.tracker.warm` block."""
+    """torch was about to compile inside a :func:`~.tracker.warm` block."""
 
     refusal: str | None = None  # the refused compile in one line, without the prefix
 

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 
 import pytest
 
-from .budget import Budget, BudgetError, Rule
-from .markers import budget_from_marks
-from .names import MARKERS, PREFIX
+from .model.budget import Budget, BudgetError, Rule
+from .model.markers import budget_from_marks
+from .model.names import MARKERS, PREFIX
 from .settings import BUDGET_KEY, Settings
 
 # The markers a stashed budget was computed from (their identities), to see a later change.

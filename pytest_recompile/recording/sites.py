@@ -6,8 +6,8 @@ import os
 from types import TracebackType
 from typing import NamedTuple
 
-from .messages import location
-from .results import SiteResult
+from ..model.messages import location
+from ..model.results import SiteResult
 
 
 class Site(NamedTuple):
@@ -48,7 +48,7 @@ def _is_own(filename: str, root: str | None) -> bool:
 
 _INTERNAL = (
     os.sep + os.path.join("torch", ""),
-    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # the package
 )
 
 

@@ -3,17 +3,11 @@ values of :mod:`.results`: they travel on pytest's reports)."""
 
 from __future__ import annotations
 
-from .budget import Budget
-from .judge import Violation, rerecords
-from .messages import rules_text, told, violation_result, who
-from .records import FunctionRecord, GraphBreak
-from .results import (
-    CachesResult,
-    FixtureResult,
-    ProcessResult,
-    TestResult,
-    ViolationResult,
-)
+from ..model.budget import Budget
+from ..model.judge import Violation, rerecords
+from ..model.messages import rules_text, told, violation_result, who
+from ..model.records import FunctionRecord, GraphBreak
+from ..model.results import CachesResult, FixtureResult, ProcessResult, TestResult, ViolationResult
 from .sites import Site
 
 
@@ -33,7 +27,7 @@ def result_for_test(
     divergence: str | None = None,
     caches: CachesResult | None = None,
 ) -> TestResult:
-    """One test's results (see :class:`~pytest_recompile.results.TestResult`); ``divergence``:
+    """One test's results (see :class:`~pytest_recompile.model.results.TestResult`); ``divergence``:
     how its ranks compiled differently, in words (:func:`.processes.divergence`); ``caches``:
     how often torch's compile caches answered in its phases."""
     worst = max(records, key=lambda r: r.recompile_count, default=None)

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from . import processes
 from ._torch import instruments, versions
-from .faults import Faults
-from .isolation import Ledger
-from .owners import Owner
-from .tally import fixture_result
+from .children import parent
+from .isolation.ledger import Ledger
+from .isolation.owners import Owner
+from .isolation.threads import Threads
+from .model.faults import Faults
+from .recording.freeze import fixture_result
+from .recording.tracker import RecompileTracker
 from .testrun import TestRun
-from .threads import Threads
-from .tracker import RecompileTracker
 
 
 class WiderFixtures:
@@ -35,7 +35,7 @@ class WiderFixtures:
         ledger: Ledger,
         faults: Faults,
         threads: Threads,
-        children: processes.Children,
+        children: parent.Children,
         current: Callable[[], TestRun | None],
     ) -> None:
         self.ledger = ledger

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 
-from .limit import limit_need
-from .results import (
+from ..model.results import (
     Environment,
     FixtureResult,
     LimitResult,
@@ -14,6 +13,7 @@ from .results import (
     ReportSettings,
     TestResult,
 )
+from .recompile_limit import limit_need
 
 REPORT_SCHEMA = "pytest-recompile/report"
 
