@@ -162,26 +162,6 @@ def test_three(model):
     result.assert_outcomes(passed=3)
 
 
-def test_recompile_on_another_thread_still_fails_the_test(run) -> None:
-    result = run(
-        DOUBLE
-        + """
-import threading
-
-def test_threaded():
-    double(torch.ones(2))
-    worker = threading.Thread(target=double, args=(torch.ones(3, 3),))
-    worker.start()
-    worker.join()
-""",
-        "--recompile-budget",
-        "-W",
-        "ignore::pytest.PytestUnhandledThreadExceptionWarning",
-    )
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"{PREFIX} 1 recompile*, budget 0 (--recompile-budget=0)"])
-
-
 def test_internal_error_is_loud() -> None:
     with pytest.raises(versions.InternalError, match=f"{PREFIX} internal error: the compile hook"):
         events.compile_frame(sys._getframe())

@@ -462,25 +462,6 @@ class TestBreaks(TestCase):
     assert test["functions"][0]["cache_entries"] >= 1
 
 
-def test_recompile_on_another_thread_names_the_users_frame(run) -> None:
-    result = run(
-        SHARED
-        + """
-from concurrent.futures import ThreadPoolExecutor
-
-def test_thread():
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(shared, torch.ones(2)).result()
-        pool.submit(shared, torch.ones(2, 2)).result()
-""",
-        "--recompile-budget",
-    )
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["  fail-fast: stopped at test_it.py:* in test_thread, before that recompile ran"]
-    )
-
-
 @keeps_entries
 def test_reuse_and_what_isolation_still_costs_are_reported(run) -> None:
     """test_b's first call reuses test_a's entry: no compile, reported as reused with what

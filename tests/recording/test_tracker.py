@@ -7,10 +7,17 @@ import re
 import sys
 
 import pytest
+import snippets
 import torch
 import torch_state
+from snippets import DOUBLE
 
-from pytest_recompile import RecompileBudgetExceeded, RecompileTracker
+from pytest_recompile import (
+    CompiledWhileWarm,
+    RecompileBudgetExceeded,
+    RecompileTracker,
+    warm,
+)
 from pytest_recompile._torch import events, versions
 from pytest_recompile.model.messages import STOPPED
 from pytest_recompile.model.names import PREFIX
@@ -43,7 +50,9 @@ def test_fail_fast_raises_at_the_call_before_compiling() -> None:
     assert str(info.value).splitlines()[0].endswith(", budget 0 (max_recompiles=0)")
     assert STOPPED in str(info.value)
     # Outside pytest too, the message says where the call was made.
-    assert re.search(r"stopped at tests/test_tracker\.py:\d+ in test_fail_fast", str(info.value))
+    assert re.search(
+        r"stopped at tests/recording/test_tracker\.py:\d+ in test_fail_fast", str(info.value)
+    )
     (record,) = tracker.records
     assert (record.compiles, record.recompile_count, record.cache_entries) == (1, 1, 1)
     assert record.recompiles[0].stopped
@@ -241,3 +250,124 @@ def test_reading_a_guard_source_never_runs_user_code() -> None:
     assert events._read_source("m.loud", frame) is events._MISSING
     assert events._read_source("m.scale()", frame) is events._MISSING  # calls: never
     assert events._read_source("nothing", frame) is events._MISSING
+
+
+def test_fixture_api(run) -> None:
+    result = run(
+        DOUBLE
+        + """
+from pytest_recompile import CompiledWhileWarm, RecompileBudgetExceeded
+
+def test_counts_and_reasons(recompiles):
+    double(torch.ones(2))
+    double(torch.ones(2, dtype=torch.float64))
+    assert recompiles.count() == 1
+    assert recompiles.count("double") == 1
+    assert recompiles.kinds() == ["TENSOR_MATCH"]
+    assert recompiles.reasons()[0].detail == "dtype"
+    assert recompiles.record("double").cache_entries == 2
+    guards = recompiles.installed_guards()["double"]
+    assert {g.kind for g in guards} >= {"TENSOR_MATCH"}
+    assert all(not g.framework for g in guards)
+
+def test_scoped_budget(recompiles):
+    double(torch.ones(2))
+    with recompiles.scoped(0):
+        double(torch.ones(2))
+    with pytest.raises(RecompileBudgetExceeded, match=r"1 recompile of .*, budget 0 .scoped.0.."):
+        with recompiles.scoped(0):
+            double(torch.ones(5, 5))
+
+def test_warm_block(recompiles):
+    double(torch.ones(2))
+    with recompiles.warm():
+        double(torch.ones(2))
+    with pytest.raises(CompiledWhileWarm, match="TENSOR_MATCH.rank."):
+        with recompiles.warm():
+            double(torch.ones(2, 2))
+
+@pytest.mark.max_recompiles(1)
+def test_in_a_gated_test_it_is_the_gate(recompiles):
+    double(torch.ones(2)); double(torch.ones(3, 3))
+    assert recompiles.count() == 1
+"""
+    )
+    result.assert_outcomes(passed=4)
+
+
+def test_library_api_scoped_and_warm() -> None:
+    @torch.compile(backend="eager")
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    double(torch.ones(2))  # warmed up before the tracker: outside any block
+    with RecompileTracker(mode="report-only", reset=False) as tracker:
+        with tracker.scoped(1, function="double"):
+            double(torch.ones(3, 3))
+        # The block under test is the scoped tracker's: several calls by design.
+        with (  # noqa: PT012
+            pytest.raises(RecompileBudgetExceeded, match="double' recompiled 2 times"),
+            tracker.scoped(1, function="double"),
+        ):
+            double(torch.ones(3, 3, 3))
+            double(torch.ones(3, 3, 3, 3))
+    assert torch_state.current_stance() == "default"
+    with pytest.raises(CompiledWhileWarm) as info, warm():
+        double(torch.ones(7, 7, 7, 7, 7))
+    assert str(info.value).startswith(
+        f"{PREFIX} 'test_library_api_scoped_and_warm.<locals>.double' ("
+    )
+    assert "would have compiled inside a warm block" in str(info.value)
+    assert "fix TENSOR_MATCH(rank)" in str(info.value)
+    assert "stopped at tests/recording/test_tracker.py:" in str(
+        info.value
+    )  # the call, not the hook
+    assert info.value.__suppress_context__
+    assert torch_state.current_stance() == "default"
+
+
+def test_one_line_names_the_function_and_guard_and_warm_fails_alone(
+    run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # -rf lines are cut to the terminal's width
+    result = run(
+        snippets.STEP
+        + """
+def test_step_counter():
+    global step
+    for i in range(2):
+        step = i
+        f(torch.ones(2))
+
+def test_warm_refuses(recompiles):
+    global step
+    step = 0
+    f(torch.ones(2))
+    step = 1
+    with recompiles.warm():
+        f(torch.ones(2))
+""",
+        "--recompile-budget",
+        "-rf",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_warm_refuses _*",
+            f"{PREFIX} 'f' (test_it.py:*) would have compiled inside a warm block",
+            "    * EQUALS_MATCH: G?'step'? == 0",
+            "    fix EQUALS_MATCH: *",
+            "  stopped at test_it.py:* in test_warm_refuses, before compiling",
+            "*= recompile gate =*",
+            "test_it.py::test_step_counter: 1 recompile of f (EQUALS_MATCH: G?'step'? == 0), "
+            "budget 0 (--recompile-budget=0)",
+            "*short test summary*",
+            f"FAILED test_it.py::test_step_counter - Failed: {PREFIX} 1 recompile of f*",
+        ]
+    )
+    out = result.stdout.str()
+    assert "During handling" not in out  # the gate's message alone, no chained traceback
+    assert "def refuse" not in out
+    assert "convert_frame.py" not in out
