@@ -284,6 +284,18 @@ def test_imports_go_down_the_layers_without_a_circle() -> None:
     assert not circles, f"import circles through {circles}"
 
 
+def test_the_ci_scripts_name_test_files_that_exist() -> None:
+    """A test file CI names by path (the pytest-8 lane, an --ignore) is still there: a move
+    would otherwise drop it from CI without a word."""
+    for script in (".ci/run", ".ci/torch-matrix", ".ci/torch-version"):
+        path = ROOT / script
+        if not path.exists():
+            continue
+        named = re.findall(r"tests/[\w/]+\.py", path.read_text())
+        missing = [name for name in named if not (ROOT / name).exists()]
+        assert not missing, f"{script} names {missing}"
+
+
 # -- commands that install things or take minutes: what CI runs ----------------------------
 
 
