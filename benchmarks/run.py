@@ -433,16 +433,17 @@ def where_the_time_goes(workdir: Path, tests: int) -> list[tuple[str, float]]:
         cwd=workdir, capture_output=True, text=True, check=False,
     )  # fmt: skip
     stats = pstats.Stats(str(profile))
+    tracker = os.path.join("recording", "tracker.py")
+    ledger = os.path.join("isolation", "ledger.py")
+    verdict = os.path.join("recording", "verdict.py")
+    versions = os.path.join("_torch", "versions.py")
     wanted = {
-        ("tracker.py", "start"): "start: metrics capacity, compile callbacks",
-        ("isolation.py", "isolate"): "isolation: drop what earlier tests compiled",
-        ("tracker.py", "stop"): "stop: count entries, graph breaks, compile seconds",
+        (tracker, "start"): "start: metrics capacity, compile callbacks",
+        (ledger, "isolate"): "isolation: drop what earlier tests compiled",
+        (tracker, "stop"): "stop: count entries, graph breaks, compile seconds",
         ("gate.py", "on_compile"): "compile hook (first compiles)",
-        ("gate.py", "results"): "results for the report (summary, JUnit)",
-        (
-            os.path.join("_torch", "versions.py"),
-            "check_torch",
-        ): "importing torch._dynamo, once per session",
+        (verdict, "freeze"): "results for the report (summary, JUnit)",
+        (versions, "check_torch"): "importing torch._dynamo, once per session",
     }
     found: dict[str, float] = {}
     for (filename, _line, name), row in stats.stats.items():  # type: ignore[attr-defined]
