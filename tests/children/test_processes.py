@@ -602,7 +602,7 @@ def test_an_internal_error_in_a_child_is_contained_and_named_once(
     never breaks the child; the parent names it once."""
     site = pytester.mkdir("faulty")
     (site / "sitecustomize.py").write_text(
-        "from pytest_recompile import child\n"
+        "from pytest_recompile.children import child\n"
         "def broken(self, *args, **kwargs):\n"
         "    raise RuntimeError('injected')\n"
         "child.ChildRecorder._write = broken\n"
