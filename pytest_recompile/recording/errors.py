@@ -66,11 +66,12 @@ class RecompileBudgetExceeded(RecompileGateError):
         """The block that raised it ended: its message says where the call was made."""
         self.at, self._text = call_frame(self.__traceback__), None
 
-    def message(self, root: str | None = None) -> str:
-        """The message with where the call was made (``root``: what paths are relative to)."""
+    def message(self, root: str | None = None, site: Site | None = None) -> str:
+        """The message with where the call was made (``site``, when the caller located it
+        already; ``root``: what paths are relative to)."""
         if self.from_child:
             return str(self)
-        site = call_frame(self.__traceback__, root)
+        site = site or call_frame(self.__traceback__, root)
         return self._worded(site.describe(root) if site is not None else None)
 
     def _worded(self, site: str | None) -> str:
@@ -82,9 +83,11 @@ class RecompileBudgetExceeded(RecompileGateError):
         )
 
 
-def stopped_message(stopped: RecompileGateError, root: str | None = None) -> str:
-    """The gate's message for a call it stopped, with where the call was made (a warm
-    block's message says it already)."""
+def stopped_message(
+    stopped: RecompileGateError, root: str | None = None, site: Site | None = None
+) -> str:
+    """The gate's message for a call it stopped, with where the call was made (``site``,
+    when known already; a warm block's message says it itself)."""
     if not isinstance(stopped, RecompileBudgetExceeded):
         return str(stopped)
-    return stopped.message(root)
+    return stopped.message(root, site)

@@ -115,7 +115,7 @@ class TestVerdict:
             if isinstance(exc, CompiledWhileWarm):
                 self.refused = exc.refusal
             self.judge_now()
-            return Outcome(fail=stopped_message(exc, root))
+            return Outcome(fail=stopped_message(exc, root, self.stopped_at))
         broke = tracker.note_exception(exc) if exc is not None else None
         found = self.judge()
         self.judged = len(found)
