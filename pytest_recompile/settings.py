@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .model.names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
-from .reports.baseline import BaselineError, read_baseline
-from .reports.files import OutputFileError, check_writable
 
-# markers.py is imported where a value is parsed: a run that asks for nothing never loads it.
+# markers.py is imported where a value is parsed, the report and baseline writers where a file
+# is asked for: a run that asks for nothing never loads them.
 if TYPE_CHECKING:
     from .model.budget import Budget, GuardBaseline, Rule
     from .testrun import TestRun
@@ -67,10 +66,7 @@ class Settings:
             github=_github(config),
             durations=_durations(config),
         )
-        try:
-            return _with_files(config, replace(settings, trace=_trace_dir(config)))
-        except OutputFileError as exc:  # a BaselineError too
-            raise pytest.UsageError(str(exc)) from None
+        return _with_files(config, replace(settings, trace=_trace_dir(config)))
 
     @property
     def gates_every_test(self) -> bool:
@@ -112,11 +108,11 @@ def _max_guards(config: pytest.Config) -> Rule[int] | None:
 def _count_option(config: pytest.Config, name: str) -> Rule[int] | None:
     """--recompile-NAME=N (argparse checked it), else its ini twin recompile_NAME, an int or a
     string (see :func:`pytest_recompile.options.add_int_ini`), checked here; else None."""
-    from .model.budget import BudgetError, Rule, parse_count_text
-
     ini_name, flag = f"recompile_{name}", f"--recompile-{name.replace('_', '-')}"
     value: int | None = config.getoption(ini_name)
     if value is not None:
+        from .model.budget import Rule
+
         return Rule(value, f"{flag}={value}")
     try:
         raw: object = config.getini(ini_name)
@@ -130,7 +126,9 @@ def _count_option(config: pytest.Config, name: str) -> Rule[int] | None:
         raise pytest.UsageError(f"{PREFIX} ini option {ini_name}: {exc}{upgrade}") from None
     ini = str(raw if raw is not None else "").strip()  # an int from [tool.pytest] too, 0 included
     if ini == "":
-        return None
+        return None  # nothing asked: the budget module is not loaded
+    from .model.budget import BudgetError, Rule, parse_count_text
+
     try:
         value = parse_count_text(ini, f"{PREFIX} ini option {ini_name}")
     except BudgetError as exc:
@@ -195,27 +193,33 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
     update = bool(config.getoption("recompile_baseline_update"))
     if report is None and report_md is None and baseline is None and not update:
         return settings
-    if report is not None:
-        check_writable(report, f"{PREFIX} {report_from}")
-    if report_md is not None:
-        check_writable(report_md, f"{PREFIX} {report_md_from}")
-    settings = replace(settings, report=report, report_md=report_md, baseline=baseline)
-    if not update:
-        if baseline is None:
-            return settings
-        found = read_baseline(baseline, f"{PREFIX} {baseline_from}")
-        return replace(settings, baseline_counts=found.counts, baseline_guards=found.guards)
-    if baseline is None:
-        raise BaselineError(
-            f"{PREFIX} --recompile-baseline-update needs --recompile-baseline=PATH "
-            "(or the ini option recompile_baseline): where to write the baseline"
-        )
-    check_writable(baseline, f"{PREFIX} {baseline_from}")
-    # Record every test's full count and fail none.
-    from .model.budget import Rule
+    from .reports.baseline import BaselineError, read_baseline
+    from .reports.files import OutputFileError, check_writable
 
-    default = settings.default or Rule(0, "--recompile-baseline-update")
-    return replace(settings, mode="report-only", default=default, baseline_update=True)
+    try:
+        if report is not None:
+            check_writable(report, f"{PREFIX} {report_from}")
+        if report_md is not None:
+            check_writable(report_md, f"{PREFIX} {report_md_from}")
+        settings = replace(settings, report=report, report_md=report_md, baseline=baseline)
+        if not update:
+            if baseline is None:
+                return settings
+            found = read_baseline(baseline, f"{PREFIX} {baseline_from}")
+            return replace(settings, baseline_counts=found.counts, baseline_guards=found.guards)
+        if baseline is None:
+            raise BaselineError(
+                f"{PREFIX} --recompile-baseline-update needs --recompile-baseline=PATH "
+                "(or the ini option recompile_baseline): where to write the baseline"
+            )
+        check_writable(baseline, f"{PREFIX} {baseline_from}")
+        # Record every test's full count and fail none.
+        from .model.budget import Rule
+
+        default = settings.default or Rule(0, "--recompile-baseline-update")
+        return replace(settings, mode="report-only", default=default, baseline_update=True)
+    except OutputFileError as exc:  # a BaselineError too
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _trace_dir(config: pytest.Config) -> str | None:
