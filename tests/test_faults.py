@@ -204,3 +204,42 @@ def test_torch_trace_logger_stays_out_of_captured_logs(
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(["*Captured log call*", "*the test's own log line*"])
     assert "torch.__trace" not in result.stdout.str()
+
+
+BROKEN_FREEZE = """
+from pytest_recompile.recording.verdict import TestVerdict
+
+real_freeze = TestVerdict.freeze
+
+def broken_freeze(self):
+    raise RuntimeError("injected freeze fault")
+
+def pytest_configure(config):
+    TestVerdict.freeze = broken_freeze
+
+def pytest_unconfigure(config):
+    TestVerdict.freeze = real_freeze
+"""
+
+
+@pytest.mark.parametrize("mode", ["fail-fast", "at-end"])
+def test_a_result_that_cannot_be_frozen_still_fails_the_test_that_broke_its_budget(
+    run, pytester: pytest.Pytester, mode: str
+) -> None:
+    """A contained fault while freezing the result is named once; the verdict stands."""
+    pytester.makeconftest(BROKEN_FREEZE)
+    result = run(
+        DOUBLE
+        + """
+def test_shapes():
+    double(torch.ones(2))
+    double(torch.ones(3, 3))
+""",
+        "--recompile-budget=0",
+        f"--recompile-mode={mode}",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"{PREFIX} 1 recompile of double (TENSOR_MATCH(rank): *), budget 0*"]
+    )
+    assert result.stdout.str().count("injected freeze fault") == 1

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from .._torch import instruments
 from ..model import messages
 from ..model.judge import Violation
-from ..model.messages import failure_message
+from ..model.messages import failure_message, violation_result
 from ..model.names import PREFIX
 from ..model.results import ProcessResult, TestResult
 from .errors import CompiledWhileWarm, RecompileGateError, stopped_message
@@ -86,10 +86,15 @@ class TestVerdict:
         return self.own_failure() if len(self.found) > self.judged else None
 
     def own_failure(self) -> str | None:
-        """The test's own broken rules, worded from its frozen result (None: none)."""
-        result = self.result
-        if not self.found or result is None:
+        """The test's own broken rules, worded from its frozen result (None: none). Where the
+        result could not be frozen (a contained fault), from the records: a fault of the
+        plugin never turns a broken rule into a pass."""
+        if not self.found:
             return None
+        result = self.result
+        if result is None:
+            functions = [r.to_dict() for r in self.tracker.records]
+            return failure_message(functions, [violation_result(v) for v in self.found])
         return failure_message(result["functions"], result["violations"][: len(self.found)])
 
     def note_children(self, children: list[ProcessResult]) -> None:
