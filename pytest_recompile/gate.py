@@ -5,7 +5,7 @@ Each hook hands off: who compiled what, and which entries a test starts from, to
 :class:`~pytest_recompile.isolation.ledger.Ledger`; each test's state to its
 :class:`~pytest_recompile.testrun.TestRun` (in its stash; the gate holds only the running
 one); recording to a :class:`~pytest_recompile.recording.tracker.RecompileTracker` per test and per
-wider fixture's set-up (:mod:`.wider`); child processes to
+wider fixture's set-up (:mod:`.wider_fixtures`); child processes to
 :class:`~pytest_recompile.children.parent.Children`; the session's results, carried by the reports,
 to :mod:`pytest_recompile.session`. Importing this module imports no torch."""
 
@@ -314,7 +314,7 @@ class Gate:
     # -- reports --------------------------------------------------------------------------------
 
     def annotate(self, item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> None:
-        """Put on the report what it carries (:class:`~.results.Carried`, one attribute, so
+        """Put on the report what it carries (:class:`~.model.results.Carried`, one attribute, so
         under xdist too): the test's result on its teardown report, or on the report of the
         phase that failed; its wider fixtures' compiles on its set-up's; what is told once."""
         run = item.stash.get(RUN_KEY, None)

@@ -73,6 +73,7 @@ class Collected:
 
     def add(self, report: pytest.TestReport) -> None:
         """One report of a test: its phase's outcome, and what it carries."""
+        self._need = None  # measured again from what the reports carried by then
         nodeid = report.nodeid
         if report.when == "setup":  # a new attempt (reruns) starts afresh
             self.results.pop(nodeid, None)

@@ -12,7 +12,7 @@ import pytest
 
 from .model.names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
 
-# markers.py is imported where a value is parsed, the report and baseline writers where a file
+# The budget module is imported where a count is given, the report and baseline writers where a file
 # is asked for: a run that asks for nothing never loads them.
 if TYPE_CHECKING:
     from .model.budget import Budget, GuardBaseline, Rule

@@ -1,4 +1,4 @@
-"""Recording in a child process of a gated test (the parent's side: :mod:`.processes`).
+"""Recording in a child process of a gated test (the parent's side: :mod:`.parent`).
 
 A Python child started while the gate is on runs the spool's ``sitecustomize``, which waits,
 without importing anything, until the child imports ``torch._dynamo``; then :func:`start`

@@ -467,7 +467,7 @@ def installed_guard(
     torch_kind: str, source: str, code_parts: list[str], entry: str, structural: bool
 ) -> InstalledGuard:
     """Classify one leaf of a guard tree (``structural``: on a module's attribute or on the
-    key of a dict torch iterated, see :attr:`._torch.guard_tree.Leaf.structural`)."""
+    key of a dict torch iterated, see :attr:`.._torch.guard_tree.Leaf.structural`)."""
     text = "; ".join(strip_comment(part) for part in code_parts) or torch_kind
     kind = normalise_kind(torch_kind)
     if kind is None and not source:  # epilogue lambda guards: symbolic shapes, aliasing

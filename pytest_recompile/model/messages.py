@@ -5,7 +5,7 @@ outputs).
 A broken rule is worded once, when its result is frozen (:func:`violation_result`); every
 other text is rendered from the frozen result (the JSON-ready values of :mod:`.results`), so
 the failure message, a child's failure and the summaries read the same facts. Pure: imports
-neither pytest nor torch (the core and child processes use it).
+neither pytest nor torch (recording and child processes use it).
 """
 
 from __future__ import annotations
@@ -451,7 +451,7 @@ def _why(function: dict[str, Any]) -> str:
 
 
 def divergence(processes: list[ProcessResult]) -> str | None:
-    """``ranks diverge: rank 0 recompiled `forward` once (TENSOR_MATCH size), rank 1 did
+    """``ranks diverge: rank 0 recompiled `forward` once (TENSOR_MATCH(size)), rank 1 did
     not``: ranks that compiled a shared function a different number of times, or for
     different guard kinds (None: they agree, or fewer than two ranks)."""
     by_rank: dict[int, dict[str, dict[str, Any]]] = {}

@@ -1,4 +1,4 @@
-"""Names, forms and messages shared by the plugin and the core: plain strings, cheap to import."""
+"""Names, forms and messages shared by every layer of the plugin: plain strings, cheap to import."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ MODES = ("fail-fast", "at-end", "report-only")
 GITHUB_MODES = ("auto", "on", "off")
 PROCESS_MODES = ("on", "off")
 
-# The contract with child processes (see processes.py): the spool directory a child writes its
+# The contract with child processes (see children/parent.py): the spool directory a child writes its
 # records to, and the file in it that names the test (or wider fixture) running in the parent.
 SPOOL_ENV = "PYTEST_RECOMPILE_SPOOL"
 SPOOL_OWNER = "owner"

@@ -332,8 +332,8 @@ class BaselineTest(TypedDict):
 
     recompiles: int
     functions: dict[str, int]
-    guards: dict[str, int]  # each function's largest entry (version 2)
-    values: dict[str, list[str]]  # each function's guards on the user's values (version 2)
+    guards: dict[str, int]  # each function's largest entry
+    values: dict[str, list[str]]  # each function's guards on the user's values
 
 
 class BaselineDocument(TypedDict):

@@ -1,5 +1,5 @@
 """The failures the gate raises: data (the records, the broken rules, where the call was
-made), worded when shown (:mod:`.messages`)."""
+made), worded when shown (:mod:`..model.messages`)."""
 
 from __future__ import annotations
 

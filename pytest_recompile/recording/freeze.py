@@ -1,5 +1,5 @@
 """Each test's and wider fixture's results, built from the tracker's records (JSON-ready
-values of :mod:`.results`: they travel on pytest's reports)."""
+values of :mod:`..model.results`: they travel on pytest's reports)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def result_for_test(
     caches: CachesResult | None = None,
 ) -> TestResult:
     """One test's results (see :class:`~pytest_recompile.model.results.TestResult`); ``divergence``:
-    how its ranks compiled differently, in words (:func:`.processes.divergence`); ``caches``:
+    how its ranks compiled differently, in words (:func:`..model.messages.divergence`); ``caches``:
     how often torch's compile caches answered in its phases."""
     worst = max(records, key=lambda r: r.recompile_count, default=None)
     total = budget.total if budget is not None else None

@@ -1,6 +1,6 @@
 """What a block compiled, per function: the record a tracker keeps, without torch.
 
-:class:`Recorder` turns compile events (plain values, see :mod:`._torch.events`) into
+:class:`Recorder` turns compile events (plain values, see :mod:`.._torch.events`) into
 :class:`~pytest_recompile.model.records.FunctionRecord` values and answers questions about them. It
 imports no torch and drives nothing: :class:`~.tracker.RecompileTracker`, which
 the gate, the ``recompiles`` fixture and child processes use, adds torch's instruments and the

@@ -3,7 +3,7 @@
 A :class:`TestVerdict` is kept beside the test's tracker. At each phase's end it judges once
 and freezes the :class:`~pytest_recompile.model.results.TestResult` that phase's report carries;
 :meth:`TestVerdict.outcome` says what the phase's end means for the test, worded from the same
-result model as every other output (:mod:`.messages`).
+result model as every other output (:mod:`..model.messages`).
 """
 
 from __future__ import annotations

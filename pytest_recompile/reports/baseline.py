@@ -2,7 +2,7 @@
 
 A baseline records, per test, the recompiles it makes today, so that a large suite can turn
 the gate on without fixing everything first: a test may not go above its baseline, and a
-test below it is reported so the file can be tightened. Since version 2 it also records, per
+test below it is reported so the file can be tightened. It also records, per
 function, the guards of its largest cache entry and the guards on the user's Python values:
 a function may not gain guards, and a new guard on a value (a constant baked in) fails the
 test before it ever recompiles.

@@ -91,7 +91,7 @@ def _functions(data: TestResult) -> list[CompiledFunction]:
 
 def _offenders(data: TestResult) -> list[CompiledFunction]:
     """The test's functions (its children's too) that recompiled or hit recompile_limit,
-    worst first (:func:`~.messages.offenders`)."""
+    worst first (:func:`~..model.messages.offenders`)."""
     found = _functions(data)
     worst = worst_first([o.fn for o in found])
     where = {id(o.fn): o.where for o in found}
