@@ -444,10 +444,15 @@ def _times(count: int) -> str:
     return "once" if count == 1 else "twice" if count == 2 else f"{count} times"
 
 
-def _why(function: dict[str, Any]) -> str:
-    """The guard kinds a function's recompiles failed on: ``TENSOR_MATCH(size)``."""
+def failed_kinds(function: FunctionResult | dict[str, Any]) -> str:
+    """The guard kinds a function's recompiles failed on, first reason of each:
+    ``TENSOR_MATCH(size), GLOBAL_STATE(grad_mode)`` ("" where torch gave none)."""
     labels = [reason_label(r) for rc in function["recompiles"] for r in rc["reasons"][:1]]
-    return ", ".join(dict.fromkeys(labels)) or "no reason given"
+    return ", ".join(dict.fromkeys(labels))
+
+
+def _why(function: dict[str, Any]) -> str:
+    return failed_kinds(function) or "no reason given"
 
 
 def divergence(processes: list[ProcessResult]) -> str | None:

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from ..model.guard_cost import entry_count, largest_result
 from ..model.messages import (
+    failed_kinds,
     first_guard,
     fix_lines,
     plural,
@@ -26,7 +27,6 @@ from ..model.messages import (
 from ..model.messages import offenders as worst_first
 from ..model.results import (
     FunctionResult,
-    ReasonResult,
     TestResult,
     below_baseline,
     functions_of,
@@ -65,15 +65,6 @@ def _code(text: str) -> str:
         return "—"
     run = max((len(found) for found in re.findall("`+", text)), default=0)
     return f"{'`' * (run + 1)} {text} {'`' * (run + 1)}" if run else f"`{text}`"
-
-
-def _first_reasons(fn: FunctionResult) -> list[ReasonResult]:
-    """The first (newest entry's) reason of each recompile that has one."""
-    return [r["reasons"][0] for r in fn["recompiles"] if r["reasons"]]
-
-
-def _kinds(fn: FunctionResult) -> str:
-    return ", ".join(dict.fromkeys(reason_label(reason) for reason in _first_reasons(fn)))
 
 
 class CompiledFunction(NamedTuple):
@@ -118,7 +109,7 @@ def _broken_rows(results: Results, root: str) -> list[str]:
                 f"| {_code(nodeid)} | {_code(fn['qualname'])}{where} "
                 f"{_code(relative(fn['file'], root) + ':' + str(fn['line']))} | "
                 f"{len(fn['recompiles'])}{limit} | {_cell(_rules(data))} | "
-                f"{_cell(_kinds(fn))} | {_code(first_guard(fn, actual=True) or '')} | "
+                f"{_cell(failed_kinds(fn))} | {_code(first_guard(fn, actual=True) or '')} | "
                 f"{fn['recompile_seconds']:.2f} |"
             )
         # a warm block, graph breaks, CUDA-graph re-records: no function; too many guards
