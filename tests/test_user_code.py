@@ -66,6 +66,33 @@ def test_limit(tmp_path):
     assert "fell back to eager" not in result.stdout.str()
 
 
+def test_a_limit_hit_torch_raised_at_is_annotated_as_raised(run) -> None:
+    """The GitHub annotation says what torch did at the limit, as the failure message does."""
+    result = run(
+        DOUBLE
+        + """
+from torch._dynamo.exc import FailOnRecompileLimitHit
+
+@pytest.mark.max_recompiles(1)
+@torch._dynamo.config.patch(
+    recompile_limit=2, fail_on_recompile_limit_hit=True, automatic_dynamic_shapes=False
+)
+def test_limit():
+    double(torch.ones(1))
+    double(torch.ones(2))
+    with pytest.raises(FailOnRecompileLimitHit):
+        double(torch.ones(3))
+""",
+        "--recompile-github=on",
+    )
+    result.assert_outcomes(failed=1)
+    (annotation,) = [line for line in result.stdout.lines if line.startswith("::error ")]
+    assert "hit recompile_limit (2)%3A torch raised" in annotation, annotation
+    assert "torch refused to compile it and raised FailOnRecompileLimitHit" in annotation
+    assert "eager" not in annotation
+    assert "uncompiled" not in annotation
+
+
 def test_eager_then_compile_stance_counts_what_torch_compiled(run) -> None:
     result = run(
         DOUBLE

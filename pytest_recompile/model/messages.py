@@ -43,6 +43,11 @@ LIMIT_RAISED = (
 )
 
 
+def limit_outcome(fn: FunctionResult) -> str:
+    """What torch did when the function hit recompile_limit: raised, or ran it uncompiled."""
+    return LIMIT_RAISED if fn["limit_raised"] else EAGER_FALLBACK
+
+
 GUARDS_FIX = (
     "compile the repeated block instead of the whole model (for layer in model.layers: "
     "layer.compile()), so each entry guards one layer; or, where parameters never change "
@@ -298,7 +303,7 @@ def function_block(
     if fn["recompile_limit"]:
         lines.append(
             f"    hit {fn['recompile_limit']} {plural(fn['limit_hits'], 'time')}: "
-            f"{LIMIT_RAISED if fn['limit_raised'] else EAGER_FALLBACK}"
+            f"{limit_outcome(fn)}"
         )
     return lines + fix_lines(fixes)
 

@@ -17,6 +17,7 @@ from ..model.messages import (
     failed_kinds,
     first_guard,
     fix_lines,
+    limit_outcome,
     plural,
     reason_hint,
     reason_label,
@@ -316,8 +317,10 @@ def _function_annotation(
         lines.append(f"recompile {index} {reason_text(reason)}")
         fixes.append((reason_label(reason), reason_hint(reason)))
     if fn["recompile_limit"]:
-        title += f"; hit {fn['recompile_limit']}: runs uncompiled"
-        lines.append(f"hit {fn['recompile_limit']}: torch fell back to eager for this function")
+        title += f"; hit {fn['recompile_limit']}: " + (
+            "torch raised" if fn["limit_raised"] else "runs uncompiled"
+        )
+        lines.append(f"hit {fn['recompile_limit']}: {limit_outcome(fn)}")
     return Annotation(
         relative(fn["file"], root),
         def_line(fn["file"], fn["line"]),

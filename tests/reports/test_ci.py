@@ -220,6 +220,7 @@ def fake_test(name: str, recompiles: int, *, limit: bool = False) -> dict[str, A
         "recompiles": [{"reasons": [reason]} for _ in range(recompiles)],
         "recompile_seconds": 0.5 * recompiles,
         "recompile_limit": "recompile_limit (8)" if limit else None,
+        "limit_raised": False,
         "entries": [],
     }
     return {
