@@ -48,14 +48,25 @@ class TestVerdict:
     divergence: str | None = None  # how its ranks compiled differently, in words
     baseline: int | None = None  # the baseline's count for the test
     isolation: str = "entries"  # how its compile caches were isolated
-    result: TestResult | None = None  # frozen at the last judgement: what its reports carry
+    _frozen: TestResult | None = None  # the result of the last judgement, once asked for
+    _stale: bool = True  # judged since it was frozen
 
     def judge(self) -> list[Violation]:
-        """Judge the test as it stands (at a phase's end) and freeze its result: the
-        reports of that phase carry this judgement, never one made again."""
+        """Judge the test as it stands (at a phase's end): the reports of that phase carry
+        this judgement, never one made again."""
         self.found = self.tracker.violations(self.elsewhere)
-        self.result = self.tracker.faults.call(self.freeze)
+        self._stale = True
         return self.found
+
+    @property
+    def result(self) -> TestResult | None:
+        """The result of the last judgement, frozen the first time a report (or the failure
+        message) asks for it: a passing call phase, whose report carries none, builds none.
+        None where freezing it failed (a contained fault)."""
+        if self._stale:
+            self._frozen = self.tracker.faults.call(self.freeze)
+            self._stale = False
+        return self._frozen
 
     def freeze(self) -> TestResult:
         """The test's result as judged last: what its reports carry (so under xdist too)."""
