@@ -21,6 +21,7 @@ import threading
 from typing import Any
 
 from ..model.names import SPOOL_ENV, SPOOL_OWNER
+from . import board
 
 _RECORDER: list[ChildRecorder] = []  # this process's recorder, once torch._dynamo is imported
 _FORK_HOOK: list[bool] = []
@@ -122,10 +123,8 @@ class ChildRecorder:
 
     def _owner(self) -> dict[str, Any] | None:
         """What the parent runs now (spool's owner file), None between gated tests."""
-        try:
-            with open(os.path.join(self.spool, SPOOL_OWNER), "rb") as f:
-                raw = f.read()
-        except OSError:
+        raw = board.read(os.path.join(self.spool, SPOOL_OWNER))
+        if raw is None:
             return None
         token, _, rest = raw.partition(b"\n")
         if not token:

@@ -31,6 +31,7 @@ from ..model.budget import Budget
 from ..model.faults import Faults
 from ..model.names import SHADOWED_ENV, SPOOL_ENV, SPOOL_OWNER
 from ..model.results import ProcessResult
+from . import board
 
 STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_startup")
 
@@ -48,7 +49,8 @@ class Spool:
         self._count = 0
         self._owners: dict[str, bytes] = {}  # token -> the owner, as JSON
         self.faults: list[str] = []  # internal errors children told (taken by the gate)
-        self.silence()
+        self._board = board.Board(os.path.join(self.root, SPOOL_OWNER))
+        self._showing: str | None = None  # the token the board names now
         for name, value in (
             (SPOOL_ENV, self.root),
             ("PYTHONPATH", self._pythonpath()),
@@ -69,6 +71,7 @@ class Spool:
             else:
                 os.environ[name] = value
         self._environ.clear()
+        self._board.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
     # -- the owner ------------------------------------------------------------------------------
@@ -86,20 +89,14 @@ class Spool:
 
     def resume(self, token: str | None) -> None:
         """Hand children's compiles back to ``token`` (None: to nobody)."""
-        if token is None:
-            self.silence()
-        else:
-            self._write_owner(token.encode() + b"\n" + self._owners[token])
+        if token == self._showing:
+            return
+        self._showing = token
+        self._board.write(b"\n" if token is None else token.encode() + b"\n" + self._owners[token])
 
     def silence(self) -> None:
         """No gated test runs: children record nothing."""
-        self._write_owner(b"\n")
-
-    def _write_owner(self, data: bytes) -> None:
-        path = os.path.join(self.root, SPOOL_OWNER)
-        with open(path + ".new", "wb") as f:
-            f.write(data)
-        os.replace(path + ".new", path)
+        self.resume(None)
 
     # -- the records ----------------------------------------------------------------------------
 
