@@ -119,12 +119,17 @@ class SessionReport:
     written: list[str]
     errors: list[str]
     annotations: list[str]  # GitHub workflow commands, read from the step's output
+    verbose: bool = False  # -v: also what isolation did at no cost
 
     def lines(self) -> Iterator[tuple[str, bool]]:
         collected = self.collected
         results = [(nodeid, data) for nodeid, (_, data) in collected.results.items()]
         plain = terminal_lines(
-            results, collected.fixtures, enforced=self.enforced, need=collected.need()
+            results,
+            collected.fixtures,
+            enforced=self.enforced,
+            need=collected.need(),
+            verbose=self.verbose,
         )
         if self.incomplete is not None:
             plain.append(f"{INCOMPLETE}: {self.incomplete}")
@@ -221,6 +226,7 @@ class SessionResults:
             self.written,
             self.errors,
             annotations,
+            verbose=config.getoption("verbose") >= 1,
         )
 
     # -- files ------------------------------------------------------------------------------

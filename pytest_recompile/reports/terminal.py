@@ -30,15 +30,16 @@ RESET_FALLBACK = (
 )
 
 
-def isolation_lines(tests: list[TestResult]) -> list[str]:
-    """What isolation saved (first compiles reused) and what it still cost, and why."""
+def isolation_lines(tests: list[TestResult], *, verbose: bool = False) -> list[str]:
+    """What isolation cost (what was compiled again, and why); with ``verbose``, also the
+    first compiles answered by an earlier test's identical entry (plain pytest would not have
+    compiled them twice either: no saving to report by default)."""
     lines = []
     reused = sum(data["reused"] for data in tests)
-    if reused:
-        saved = sum(data["saved_seconds"] for data in tests)
+    if reused and verbose:
         lines.append(
-            f"isolation: {plural(reused, 'first compile')} reused from earlier tests "
-            f"({seconds_text(saved)} of compiling not spent again)"
+            f"isolation: {plural(reused, 'first compile')} answered by the identical entry of "
+            "an earlier test, as in one plain process"
         )
     again = sum(data["again_seconds"] for data in tests)
     if again >= 0.005:
@@ -81,6 +82,7 @@ def terminal_lines(
     *,
     enforced: bool = True,
     need: LimitResult | None = None,
+    verbose: bool = False,
 ) -> list[str]:
     """Lines for the terminal summary: each test that broke the gate or beat its baseline,
     wider fixtures that recompiled while set up, then the totals and the recompile_limit the
@@ -105,7 +107,7 @@ def terminal_lines(
     lines += sorted(fixture_line(f) for f in recompiled)
     lines += process_lines(results)
     lines.append(totals_line([data for _, data in results], enforced=enforced))
-    lines += isolation_lines([data for _, data in results])
+    lines += isolation_lines([data for _, data in results], verbose=verbose)
     if any(data["isolation"] == "reset" for _, data in results):
         lines.append(f"isolation: {RESET_FALLBACK}")
     line = limit_line(need if need is not None else limit_need(results, fixtures or ()))
