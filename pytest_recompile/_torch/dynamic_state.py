@@ -3,6 +3,7 @@ copying, merging and installing it, whole or for one code object."""
 
 from __future__ import annotations
 
+import sys
 from types import CodeType
 from typing import Any
 
@@ -155,3 +156,43 @@ def _reads_dynamic_sources() -> bool:
     except ImportError:
         return False
     return hasattr(compiler_config, "dynamic_sources")
+
+
+# -- the examples the "eager_then_compile" stances keep ---------------------------------------
+
+
+def examples() -> dict[str, list[Any]]:
+    """The inputs ``set_stance("eager_then_compile")`` kept per function (the first two
+    calls': the second compile marks dynamic what varied between them), as a copy. torch's
+    reset leaves them; a test alone starts without those of earlier tests."""
+    kept = _examples_now()
+    return {key: list(found) for key, found in kept.items()} if kept else {}
+
+
+def examples_changed(before: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """The functions whose kept examples differ from ``before``, with their examples now."""
+    now = examples()
+    return {key: found for key, found in now.items() if before.get(key) != found}
+
+
+def examples_differ(installed: dict[str, list[Any]]) -> bool:
+    """Whether torch's kept examples are no longer ``installed`` (cheap: they only grow)."""
+    kept = _examples_now()
+    if not kept:
+        return bool(installed)
+    return len(kept) != len(installed) or any(
+        len(found) != len(installed.get(key, ())) for key, found in kept.items()
+    )
+
+
+def install_examples(wanted: dict[str, list[Any]]) -> None:
+    """Make ``wanted`` (copied) the examples the eager_then_compile stances keep."""
+    import torch._dynamo.eval_frame as eval_frame
+
+    if hasattr(eval_frame, "_EXAMPLE_INPUTS"):
+        eval_frame._EXAMPLE_INPUTS = {key: list(found) for key, found in wanted.items()}
+
+
+def _examples_now() -> dict[str, list[Any]] | None:
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    return getattr(eval_frame, "_EXAMPLE_INPUTS", None)

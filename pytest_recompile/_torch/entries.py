@@ -34,7 +34,7 @@ class Offer:
     same entry now) says so; from then on it answers as the test's own (``taken``)."""
 
     entry: KeptEntry
-    take: Callable[[Offer, Any], bool]  # (this offer, the call's frame locals)
+    take: Callable[[Offer, Any, Any], bool]  # (this offer, the call's locals, its callback)
     taken: bool = False
     why: str | None = None  # why its guard last refused a call its other guards passed
 
@@ -50,8 +50,11 @@ def _dead(entry: Any) -> bool:
 
 
 def entries(code: CodeType) -> list[KeptEntry]:
-    """The live cache entries on ``code`` that torch counts, newest first (kept ones and
-    entries torch invalidated excluded)."""
+    """The live cache entries on ``code`` that torch counts (kept ones and entries torch
+    invalidated excluded), in torch's order: the most recently used first within each
+    ``isolate_recompiles`` region, the regions in ascending order (-1 first), on 2.13 to
+    2.15 and main alike. Nothing here relies on an order across regions: entries are told
+    apart by their guard managers, and a compile by its id."""
     return [
         KeptEntry(
             e.compile_id,
@@ -249,9 +252,6 @@ def _answers(entry: KeptEntry, answer: _Answer) -> Callable[[Any], bool]:
     the call whose frame locals it is given."""
     backend, region = entry.backend, entry.region
     last: list[Any] = [None, True]  # the last callback asked about, and the answer
-    import torch._C._dynamo.eval_frame as eval_frame
-
-    calling_region = getattr(eval_frame, "get_eval_frame_isolate_recompiles_id", None)
 
     def refused(why: str) -> bool:
         found = answer.offer() if answer.offer is not None else None
@@ -260,7 +260,9 @@ def _answers(entry: KeptEntry, answer: _Answer) -> Callable[[Any], bool]:
         return False
 
     def answers(f_locals: Any) -> bool:
-        if region is not None and calling_region is not None and calling_region() != region:
+        # An entry outside any region (-1) answers every region's calls, as torch's lookup
+        # falls back to that bucket; one of a region answers that region's calls only.
+        if region is not None and region >= 0 and calling_region() != region:
             return refused("another isolate_recompiles region")
         callback = None
         if backend is not None or answer.offer is not None:
@@ -286,7 +288,7 @@ def _answers(entry: KeptEntry, answer: _Answer) -> Callable[[Any], bool]:
         with _TAKING:
             if not found.taken:
                 try:
-                    found.taken = bool(found.take(found, f_locals))
+                    found.taken = bool(found.take(found, f_locals, callback))
                 except Exception:  # never an error inside torch's guards: compile instead
                     found.taken = False
         return found.taken
@@ -345,13 +347,63 @@ def _as_torch_words(reason: str, entry: KeptEntry, compiler_fn: Any) -> str:
     return head + _TORCH_BACKEND_REASON.format(cached=describe(entry.backend), new=describe(new))
 
 
-def count_kept(cache_size: Any, user_frame: Any, kept: tuple[KeptEntry, ...]) -> None:
+def recompiling(code: CodeType, reasons: tuple[str, ...]) -> None:
+    """What torch does when it finds a recompile on its own list, for one it could not see
+    (its entries were kept): log it to the ``recompiles`` log, and raise ``RecompileError``
+    under ``error_on_recompile``, in torch's words."""
+    import textwrap
+
+    import torch._dynamo.guards as dynamo_guards
+    from torch._dynamo import config, exc
+
+    enabled = getattr(dynamo_guards, "is_recompiles_enabled", None)
+    logged = bool(enabled is not None and enabled())
+    if not (logged or config.error_on_recompile):
+        return
+    failures = textwrap.indent("\n".join(reasons), "- ")
+    details = f"triggered by the following guard failure(s):\n{failures}"
+    message = (
+        f"Recompiling function {code.co_name} in {code.co_filename}:{code.co_firstlineno}\n"
+        f"{textwrap.indent(details, '    ')}"
+    )
+    if logged:
+        dynamo_guards.recompiles_log.debug(message)
+    if config.error_on_recompile:
+        raise exc.RecompileError(message)
+
+
+def calling_region() -> int:
+    """The ``isolate_recompiles`` region of the call this thread is making (-1: none, or a
+    torch without regions). Per thread from 2.15 on (a worker thread does not inherit the
+    region of the thread that started it), per process before: read in the calling thread."""
+    import torch._C._dynamo.eval_frame as eval_frame
+
+    found = getattr(eval_frame, "get_eval_frame_isolate_recompiles_id", None)
+    return int(found()) if found is not None else -1
+
+
+def region_of(entry: KeptEntry) -> int:
+    return -1 if entry.region is None else entry.region
+
+
+def for_region(kept: tuple[KeptEntry, ...], region: int) -> tuple[KeptEntry, ...]:
+    """The kept entries torch would look at for a call of ``region``: that region's, and
+    those outside any region (torch's lookup falls back to them), as its reasons list them."""
+    return tuple(e for e in kept if region_of(e) in (region, -1))
+
+
+def count_kept(
+    cache_size: Any, user_frame: Any, kept: tuple[KeptEntry, ...], region: int = -1
+) -> None:
     """Add the kept entries to torch's count for this compile, as compute_cache_size would
-    have counted them (torch walks its own list; it takes a linked entry before 2.13)."""
+    have counted them: the calling region's own entries toward the per-region limits, every
+    entry toward the all-region total (torch walks its own list; it takes a linked entry
+    before 2.13)."""
     from torch._dynamo.cache_size import _has_same_id_matched_objs
 
-    same_id = sum(1 for entry in kept if _has_same_id_matched_objs(user_frame, entry))
-    cache_size.num_cache_entries += len(kept)
+    mine = [entry for entry in kept if region_of(entry) == region]
+    same_id = sum(1 for entry in mine if _has_same_id_matched_objs(user_frame, entry))
+    cache_size.num_cache_entries += len(mine)
     cache_size.num_cache_entries_with_same_id_matched_objs += same_id
     if hasattr(cache_size, "total_cache_entries_all_regions"):  # 2.13+
         cache_size.total_cache_entries_all_regions += len(kept)
@@ -361,6 +413,22 @@ def breaks_graph(entry: KeptEntry) -> bool:
     """Whether the entry's code calls a graph-break resume function (torch names them
     ``__resume_at_...`` in the function's globals)."""
     return any(name.startswith("__resume_at_") for name in entry.code.co_names)
+
+
+def set_eager_fallback(code: CodeType) -> None:
+    """Set torch's eager fallback of ``code`` again (a live fixture's recompile_limit hit,
+    lifted for a test that did not use the fixture): torch sets the code object's frame
+    strategy to run only the entries it has, so a miss runs eagerly and never compiles.
+    Emptying the code object's lists (``reset_code``) lifts it, in every region; this sets it
+    for calls outside ``isolate_recompiles`` regions (torch has no call for each region
+    before 2.16)."""
+    import torch._C._dynamo.eval_frame as eval_frame
+
+    action = getattr(eval_frame, "_FrameAction", None)
+    strategy = getattr(eval_frame, "_FrameExecStrategy", None)
+    if action is not None and strategy is not None:
+        run_only = action.RUN_ONLY
+        eval_frame.set_code_exec_strategy(code, strategy(run_only, run_only))
 
 
 def compiled_codes() -> list[CodeType]:

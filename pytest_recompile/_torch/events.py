@@ -45,7 +45,7 @@ class CompileEvent:
     label: str | None  # a better name than function.co_qualname, for module wrappers
     compile_id: str  # "frame/attempt", as torch prints it: "0/3"
     is_recompile: bool  # torch found cache entries whose guards all failed
-    reasons: tuple[str, ...]  # one per rejecting cache entry, newest entry first
+    reasons: tuple[str, ...]  # one per rejecting cache entry, in torch's order of entries
     leaf_kinds: tuple[str | None, ...]  # the failing leaf guard's type name, per reason
     limit: str | None  # "recompile_limit (8)" when this compile hits the limit (eager fallback)
     # at the limit, torch raises FailOnRecompileLimitHit instead of falling back to eager
@@ -213,13 +213,17 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
         listed = entries.entry_list(code)
     listed = list(listed)
     kept = entries.kept_entries(code)
+    torch_saw = False  # torch itself took this compile for a recompile
     if kept and user_frame is not None:
         # Entries re-installed by keep_only() are invisible to torch's count and reasons:
         # count them toward torch's limits (so recompile_limit means what the user set) and
         # give their guard failures, as torch would have.
-        reasons += entries.kept_reasons(kept, user_frame, loc.get("compiler_fn"))
-        entries.count_kept(cache_size, user_frame, kept)
-        listed += kept
+        torch_saw = is_recompilation(cache_size)
+        region = entries.calling_region()
+        seen = entries.for_region(kept, region)
+        reasons += entries.kept_reasons(seen, user_frame, loc.get("compiler_fn"))
+        entries.count_kept(cache_size, user_frame, kept, region)
+        listed += seen
     recompile = bool(user_frame is not None and is_recompilation(cache_size))
     exceeded, limit_type = exceeds_recompile_limit(cache_size, compile_id)
     function, label = _parent_code(code), None
@@ -240,6 +244,10 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
                 )
                 recompile = recompile and bool(reasons)
             function, label = named
+    if recompile and kept and not torch_saw:
+        # A recompile only because of kept entries: torch, which would have had them on its
+        # own list, logs it and raises for error_on_recompile before this hook; so does this.
+        entries.recompiling(code, reasons)
     return CompileEvent(
         code=code,
         function=function,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any
 
-from .._torch import dynamic_state, entries, events, fingerprints, hooks, instruments
+from .._torch import dynamic_state, entries, events, fingerprints, footprint, hooks, instruments
 from ..model.faults import Faults
 from ..model.identity import IdentityMap, IdentitySet
 from . import reuse
@@ -55,6 +55,7 @@ class Ledger:
     # Code objects by identity (equal code of a module imported twice is another object).
     # compiles seen but not yet matched to their entries
     pending: IdentityMap[CodeType, list[Compiled]] = field(default_factory=IdentityMap)
+    windows: list[Compiled] = field(default_factory=list)  # compiles whose footprint is open
     # entries to keep or offer, held so they can be put back after a drop or a torch reset
     store: IdentityMap[CodeType, list[entries.KeptEntry]] = field(default_factory=IdentityMap)
     seen: IdentitySet[CodeType] = field(default_factory=IdentitySet)
@@ -73,6 +74,11 @@ class Ledger:
     reusing: bool = False  # an isolated test's phases are running: offers may be taken
     on_reuse: Callable[[Owner, Compiled], None] | None = None  # told of each offer taken
     baseline_state: dict[Any, Any] = field(default_factory=dict)  # at the first test
+    baseline_examples: dict[str, list[Any]] = field(default_factory=dict)  # eager_then_compile
+    installed_examples: dict[str, list[Any]] = field(default_factory=dict)
+    # code objects torch runs eagerly since a phase hit recompile_limit there, and who hit it
+    limited: IdentityMap[CodeType, list[Owner]] = field(default_factory=IdentityMap)
+    lifted: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # a fixture's, lifted
     installed_state: Any = None  # the state object isolation last gave torch
     state_dirty: bool = False  # a fixture whose state counted was torn down
     faults: Faults = field(default_factory=Faults)  # contained internal errors, told once
@@ -92,6 +98,7 @@ class Ledger:
             return
         self.started = True
         self.baseline_state = dynamic_state.copy_code_state(dynamic_state.code_state())
+        self.baseline_examples = self.installed_examples = dynamic_state.examples()
         for code in entries.compiled_codes():
             self._first_seen(code)
 
@@ -115,15 +122,31 @@ class Ledger:
             for earlier in compiles:  # they ended before this one began
                 if earlier.after is None:
                     earlier.after = state
+            self._close_windows()
             config = fingerprints.config_fingerprint(event.inductor)
             made = Compiled(event, owner, not event.is_recompile, state, config)
+            made.mark = footprint.mark()
+            self.windows.append(made)
         else:
             made = Compiled(event, owner, not event.is_recompile, {}, ())
         compiles.append(made)
+        if event.limit is not None and not event.refused:  # torch runs it eagerly from now on
+            self.limited.setdefault(code, []).append(owner)
+            self.lifted.discard(code)
         self.held.add(code)
         if not owner.kept:
             self.dirty.add(code)
         return owner
+
+    def _close_windows(self, only: Compiled | None = None) -> None:
+        """What the compiles still open (all, or ``only``) recorded besides their entries:
+        they ended (torch compiles one frame at a time)."""
+        for made in list(self.windows):
+            if only is None or made is only:
+                self.windows.remove(made)
+                if made.mark is not None:
+                    made.footprint = footprint.since(made.mark)
+                    made.mark = None
 
     def compiled_again(self, event: events.CompileEvent) -> str | None:
         """Why this compile repeats one an earlier test made (isolation's cost), if it does:
@@ -173,6 +196,7 @@ class Ledger:
                 if made is not None and made.first and self.reuse:
                     if made.after is None:
                         made.after = dynamic_state.state_of(code)  # no compile of it came since
+                    self._close_windows(made)
                     timed.append(made)
                 self._own(code, entry, made.owner if made else self.outside, made)
                 matched.add(cid)
@@ -189,7 +213,7 @@ class Ledger:
 
     # -- reuse ------------------------------------------------------------------------------
 
-    def take(self, offer: entries.Offer, f_locals: Any) -> bool:
+    def take(self, offer: entries.Offer, f_locals: Any, callback: Any) -> bool:
         """An offered entry's guards and backend passed on a call: answer it with that entry
         if the test alone would compile right now and would make the very same one.
 
@@ -197,7 +221,7 @@ class Ledger:
         compiles, as it would alone.
         """
         try:
-            return self._take(offer, f_locals)
+            return self._take(offer, f_locals, callback)
         except Exception as exc:
             self.faults.add(
                 f"reusing an earlier test's entry failed ({type(exc).__name__}: {exc}); "
@@ -205,7 +229,7 @@ class Ledger:
             )
             return False
 
-    def _take(self, offer: entries.Offer, f_locals: Any) -> bool:
+    def _take(self, offer: entries.Offer, f_locals: Any, callback: Any) -> bool:
         entry = offer.entry
         made = self.made.get(entry.guard_manager)
         if made is None or not self.reusing or made.event.code in self.held:
@@ -216,11 +240,13 @@ class Ledger:
             self.again[made.event.code] = "a warm() block, a stance or the test's own tracker"
             return False
         code = made.event.code
-        why = reuse.why_not_taken(made, entry, f_locals)
+        why = reuse.why_not_taken(made, entry, f_locals, callback)
         if why is not None:
             self.again[code] = why
             return False
         dynamic_state.set_state_of(code, made.after or {})
+        if made.footprint is not None:  # its graph breaks and counters, as if compiled now
+            footprint.replay(made.footprint)
         self.again.pop(code, None)  # the offers refused before this one say nothing now
         entries.forget_refusals(code)
         owner = self.current
@@ -246,6 +272,8 @@ class Ledger:
             owner._saved = dynamic_state.copy_code_state(dynamic_state.code_state())
             owner._start = self.start_state()
             dynamic_state.install_code_state(owner._start)
+            owner._examples = dynamic_state.examples()
+            dynamic_state.install_examples(self.start_examples())
 
     def leave(self, owner: Owner) -> None:
         self.resolve()
@@ -260,7 +288,9 @@ class Ledger:
             dynamic_state.install_code_state(
                 dynamic_state.merged_code_state(owner._saved, owner.state)
             )
-            owner._start, owner._saved = {}, {}
+            owner.examples = dynamic_state.examples_changed(self.start_examples())
+            dynamic_state.install_examples({**owner._examples, **owner.examples})
+            owner._start, owner._saved, owner._examples = {}, {}, {}
 
     def fixture_gone(self, owner: Owner) -> None:
         if owner.live:
@@ -333,6 +363,38 @@ class Ledger:
         used = (f.state for f in self.fixtures if self._uses(f))
         return dynamic_state.merged_code_state(self.baseline_state, *used)
 
+    def start_examples(self) -> dict[str, list[Any]]:
+        """The inputs the eager_then_compile stances kept that a test starts from: import
+        time's, then those each live wider fixture it uses added while set up."""
+        found = dict(self.baseline_examples)
+        for owner in self.fixtures:
+            if self._uses(owner):
+                found.update(owner.examples)
+        return found
+
+    def _fallbacks(self) -> IdentitySet[CodeType]:
+        """torch's eager fallback after a recompile_limit hit ends with the phase that hit it:
+        it stays set only where a phase the test sees (import time, a live wider fixture it
+        uses) hit the limit. Return the code objects whose fallback ends now: emptying their
+        lists (as arranging them does) lifts it in every ``isolate_recompiles`` region."""
+        lift: IdentitySet[CodeType] = IdentitySet()
+        for code, hit in list(self.limited.items()):
+            if any(self._uses(owner) for owner in hit):
+                if code in self.lifted:  # a fixture's hit, lifted for a test that did not use it
+                    self.lifted.discard(code)
+                    entries.set_eager_fallback(code)
+                continue
+            kept = [owner for owner in hit if owner.kept]
+            if code not in self.lifted:
+                lift.add(code)
+            if kept:
+                self.limited[code] = kept
+                self.lifted.add(code)
+            else:
+                del self.limited[code]
+                self.lifted.discard(code)
+        return lift
+
     # -- isolation --------------------------------------------------------------------------
 
     def isolate(self, using: frozenset[str] | None = None, *, begins: bool = True) -> int:
@@ -351,7 +413,8 @@ class Ledger:
         # Only what can have changed is looked at again (a suite's codes grow with its tests):
         # what the last test compiled or took, what a fixture's lifetime or use changes, and
         # entries whose guards match objects by identity (they may have died).
-        codes = [*self.dirty, *self.identity]
+        lift = self._fallbacks() if self.limited else IdentitySet()
+        codes = [*self.dirty, *self.identity, *lift]
         if using != self.using:
             codes += self.fixture_codes
         if reset:
@@ -361,10 +424,13 @@ class Ledger:
         self.state_dirty = False
         for code in {id(code): code for code in codes}.values():
             try:
-                changed += self._arrange(code)
+                changed += self._arrange(code, lift=code in lift)
             except Exception as exc:  # contained: this code object starts empty instead
                 changed += 1
                 self._fault(code, exc)
+        if restore or changed or dynamic_state.examples_differ(self.installed_examples):
+            self.installed_examples = self.start_examples()
+            dynamic_state.install_examples(self.installed_examples)
         if begins:
             self.held = IdentitySet()
             self.held |= self.shown
@@ -373,7 +439,7 @@ class Ledger:
             self.installed_state = dynamic_state.install_code_state(self.start_state())
         return changed
 
-    def _arrange(self, code: CodeType) -> int:
+    def _arrange(self, code: CodeType, *, lift: bool = False) -> int:
         if code in self.faulted:  # keeping failed once: each test starts it empty
             entries.drop_all(code)
             return 1
@@ -411,7 +477,7 @@ class Ledger:
         live = entries.entries(code)
         kept, offers = entries.installed(code)
         same = _ids([*live, *kept]) == _ids(keep) and _ids(list(offers)) == _ids(offer)
-        if same and entries.cache_entries(code) == len(live):  # and no entry torch invalidated
+        if same and not lift and entries.cache_entries(code) == len(live):  # none invalidated
             entries.renew_offers(code)
             return 0
         wanted = _ids([*keep, *offer])

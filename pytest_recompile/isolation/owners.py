@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._torch import events
+from .._torch import events, footprint
 
 OwnerKind = Literal["outside", "fixture", "test", "dropped"]
 
@@ -31,7 +31,10 @@ class Owner:
     # other fixtures whose entries this fixture's set-up recompiled against (live then): its
     # recompiled entries are seen only by tests that use those fixtures too
     against: list[Owner] = field(default_factory=list, repr=False)
+    # the inputs the eager_then_compile stances kept, per function, that its set-up added
+    examples: dict[str, list[Any]] = field(default_factory=dict, repr=False)
     _start: dict[Any, Any] = field(default_factory=dict, repr=False)  # its set-up's start
+    _examples: dict[str, list[Any]] = field(default_factory=dict, repr=False)
     _saved: dict[Any, Any] = field(default_factory=dict, repr=False)  # the phase's, set aside
 
     @property
@@ -58,6 +61,9 @@ class Compiled:
     config: tuple[Any, ...]  # the config hashes then
     after: dict[Any, Any] | None = None  # the state it left (None: not known yet)
     seconds: float | None = None  # what it took, once read from torch's metrics
+    mark: footprint.Mark | None = None  # torch's records when it began
+    # what it recorded besides its entry (graph breaks, counters), once it ended; None: unknown
+    footprint: footprint.Footprint | None = None
 
     @property
     def compile_id(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._torch import dynamic_state, entries, fingerprints
+from .._torch import dynamic_state, entries, fingerprints, footprint
 from .owners import Compiled
 
 RECOMPILED = "a recompile's entry (a first call elsewhere compiles another)"
@@ -20,8 +20,8 @@ def why_not_offered(made: Compiled | None, entry: entries.KeptEntry, reuse: bool
         return RECOMPILED
     if made.after is None:
         return "its compile's automatic-dynamic state is unknown"
-    if entries.breaks_graph(entry):
-        return "a graph break (its breaks are counted when it compiles)"
+    if made.footprint is None:
+        return "what its compile recorded is unknown (it ran across a reset, or is running)"
     if made.event.marks is None:
         return "its inputs could not be read"
     if made.event.filtered:
@@ -29,11 +29,17 @@ def why_not_offered(made: Compiled | None, entry: entries.KeptEntry, reuse: bool
     return None
 
 
-def why_not_taken(made: Compiled, entry: entries.KeptEntry, f_locals: Any) -> str | None:
+def why_not_taken(
+    made: Compiled, entry: entries.KeptEntry, f_locals: Any, callback: Any
+) -> str | None:
     """None if a fresh compile of this call would make the very entry ``made`` made (same
     config, automatic-dynamic state, closure, input marks, and every object its guards match
-    by identity alive); else why not."""
+    by identity alive; for a function that breaks its graph, a compile that splits the graph
+    rather than raising at the break); else why not."""
     code = made.event.code
+    breaks = bool(made.footprint and made.footprint.breaks) or entries.breaks_graph(entry)
+    if breaks and footprint.errors_at_breaks(callback):
+        return "fullgraph or error_on_graph_break (a compile would raise at its graph break)"
     if not fingerprints.same_config(
         made.config, fingerprints.config_fingerprint(made.event.inductor)
     ):

@@ -61,7 +61,7 @@ def distinct_breaks(breaks: list[GraphBreak]) -> list[GraphBreak]:
 @dataclass
 class Recompile:
     compile_id: str
-    reasons: tuple[Reason, ...]  # one per rejecting cache entry, newest entry first
+    reasons: tuple[Reason, ...]  # one per rejecting cache entry, in torch's order of entries
     resume: bool = False  # a graph-break resume frame of the function recompiled
     stopped: bool = False  # refused by the gate: the compile never ran
     seconds: float | None = None

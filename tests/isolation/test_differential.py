@@ -34,7 +34,7 @@ SUITE = Path(__file__).parent / "differential_suite"
 # dominate); never more than two processes at once.
 WORKERS = 2
 # The suite must not shrink unnoticed (a module that stops collecting, a renamed test).
-MIN_SCENARIOS = 119
+MIN_SCENARIOS = 136
 
 # torch compiles every compiled partial, callable object and nn.Module through one code object
 # (external_utils.wrap_inline). Modules are told apart by identity; a partial or callable
@@ -142,14 +142,20 @@ class FullRun:
 
     def cell(self, nodeid: str) -> str:
         outcome = self.outcomes.get(nodeid, "not run")
-        count = str(self.tests[nodeid]["recompiles"]) if nodeid in self.tests else "absent"
+        test = self.tests.get(nodeid)
+        count = _count(test["recompiles"], len(test["graph_breaks"])) if test else "absent"
         return count if outcome == "passed" else f"{count} ({outcome})"
+
+
+def _count(recompiles: int, breaks: int) -> str:
+    """A test's recompiles, and its graph-break sites where it has any: ``1``, ``0 +2gb``."""
+    return f"{recompiles} +{breaks}gb" if breaks else str(recompiles)
 
 
 class AloneRun:
     """One test in a fresh process, the plugin off, torch's recompiles counted."""
 
-    count: int | None
+    count: str | None  # recompiles, and graph-break sites (_count)
     outcome: str
     message: str | None
 
@@ -163,14 +169,15 @@ class AloneRun:
         )
         counts = json.loads(out.read_text()) if out.exists() else {}
         recorded = json.loads(record.read_text()) if record.exists() else {}
-        self.count: int | None = counts.get(nodeid)
+        found = counts.get(nodeid)
+        self.count: str | None = _count(found["recompiles"], found["breaks"]) if found else None
         self.outcome: str = recorded.get("outcomes", {}).get(nodeid, "not run")
         self.message = recorded.get("messages", {}).get(nodeid) or (
             None if self.outcome == "passed" else _tail(self.proc, 5)
         )
 
     def cell(self) -> str:
-        count = "absent" if self.count is None else str(self.count)
+        count = "absent" if self.count is None else self.count
         return count if self.outcome == "passed" else f"{count} ({self.outcome})"
 
     @classmethod

@@ -464,42 +464,61 @@ class TestBreaks(TestCase):
 
 @keeps_entries
 def test_reuse_and_what_isolation_still_costs_are_reported(run) -> None:
-    """test_b's first call reuses test_a's entry: no compile, reported as reused with what
-    it saved; a function with a graph break is compiled again, and the line says why (its
-    resume function, which breaks nothing, is reused)."""
-    result = run(
+    """test_b's first calls reuse test_a's entries, a function with a graph break and its
+    resume function included: no compile, the break counted as alone, shown with -v only;
+    a fullgraph call of that function compiles again (it would raise at the break), and the
+    summary says why."""
+    source = (
         SHARED
         + """
-@torch.compile(backend="eager")
-def chatty(x):
+from torch._dynamo.utils import counters
+
+def talk(x):
     torch._dynamo.graph_break()
     return x + 1
+
+chatty = torch.compile(talk, backend="eager")
 
 def test_a():
     shared(torch.ones(2)); chatty(torch.ones(2))
 
 def test_b(recompiles):
+    before = sum(counters["graph_break"].values())
     shared(torch.ones(2)); chatty(torch.ones(2))
-    [record] = [r for r in recompiles.records if r.name == "shared"]
-    assert (record.compiles, record.reused, record.recompile_count) == (1, 1, 0)
-""",
-        "--recompile-budget",
-        "--recompile-report=r.json",
-        "-p",
-        "no:randomly",
+    assert sum(counters["graph_break"].values()) == before + 1  # as a compile leaves it
+    records = {r.name: r for r in recompiles.records}
+    assert (records["shared"].compiles, records["shared"].reused) == (1, 1)
+    # talk and its resume function (one record): both reused, nothing compiled
+    assert (records["talk"].compiles, records["talk"].reused) == (2, 2)
+    assert records["talk"].recompile_count == 0
+
+def test_c():
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        torch.compile(talk, backend="eager", fullgraph=True)(torch.ones(2))
+"""
     )
-    result.assert_outcomes(passed=2)
+    result = run(
+        source, "--recompile-budget", "--recompile-report=r.json", "-p", "no:randomly", "-v"
+    )
+    result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
-            "isolation: 2 first compiles reused from earlier tests (* s of compiling not spent"
-            " again)",
-            "isolation: * compiling again what earlier tests had compiled (a graph break*); "
-            + esc(ISOLATION_HINT),
+            "isolation: 3 first compiles answered by the identical entry of an earlier test,"
+            " as in one plain process",
+            "isolation: * compiling again what earlier tests had compiled (fullgraph or"
+            " error_on_graph_break*); " + esc(ISOLATION_HINT),
         ]
     )
-    b = read_json("r.json")["tests"][1]
-    assert (b["reused"], b["recompiles"]) == (2, 0)
+    a, b, _ = read_json("r.json")["tests"]
+    assert (b["reused"], b["recompiles"]) == (3, 0)
     assert b["saved_seconds"] > 0
+    assert [g["line"] for g in a["graph_breaks"]] == [g["line"] for g in b["graph_breaks"]]
+    assert len(b["graph_breaks"]) == 1
+    # Without -v the summary speaks only of what isolation cost.
+    quiet = run(source, "--recompile-budget", "-p", "no:randomly")
+    quiet.assert_outcomes(passed=3)
+    quiet.stdout.no_fnmatch_line("*answered by the identical entry*")
+    quiet.stdout.fnmatch_lines(["isolation: * compiling again what earlier tests had compiled*"])
 
 
 def test_without_single_entry_support_falls_back_to_a_full_reset(run, monkeypatch) -> None:

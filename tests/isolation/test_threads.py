@@ -3,8 +3,11 @@ one an earlier test left compiling is charged to no later test."""
 
 from __future__ import annotations
 
+import pytest
 from snippets import (
     DOUBLE,
+    REVERSE_CONFTEST,
+    keeps_entries,
     read_json,
 )
 
@@ -154,3 +157,73 @@ def test_threaded():
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"{PREFIX} 1 recompile*, budget 0 (--recompile-budget=0)"])
+
+
+REGION_ON_A_THREAD = """
+import threading
+
+def shift(x):
+    return x + 1
+
+plain = torch.compile(shift, backend="eager")
+iso = torch.compile(shift, backend="eager", isolate_recompiles=True)
+
+def on_thread(fn, x):
+    found = []
+    worker = threading.Thread(target=lambda: found.append(fn(x)))
+    worker.start()
+    worker.join()
+    assert found
+
+@pytest.fixture(scope="module")
+def warm():
+    plain(torch.ones(4))  # an entry outside any region
+    iso(torch.ones(4))  # answered by it: torch's lookup falls back to entries outside regions
+
+def test_warm_shapes_on_a_thread(warm):
+    on_thread(iso, torch.ones(4))
+    on_thread(plain, torch.ones(4))
+
+def test_new_shape_in_the_region_on_a_thread(warm):
+    on_thread(iso, torch.ones(8))
+
+def test_new_shape_outside_the_region_on_a_thread(warm):
+    on_thread(plain, torch.ones(8))
+
+def test_region_entered_on_the_main_thread(warm):
+    iso(torch.ones(4))
+    on_thread(plain, torch.ones(4))
+"""
+
+
+@keeps_entries
+def test_an_isolated_region_called_on_a_worker_thread(pytester, run) -> None:
+    """torch 2.15 keeps the ``isolate_recompiles`` region per thread (a worker does not
+    inherit the region of whoever started it; 2.13 and 2.14 keep one per process). Counted
+    as alone (checked with the plugin off), in either order: a kept entry outside any region
+    answers a region's calls (torch's lookup falls back to it) and is not counted toward the
+    region's limit, so the region's first compile on a worker is no recompile; a new shape
+    outside the region recompiles once."""
+    import torch
+
+    try:
+        torch.compile(lambda x: x, backend="eager", isolate_recompiles=True)
+    except TypeError:
+        pytest.skip("this torch has no isolate_recompiles")
+    pytester.makeconftest(REVERSE_CONFTEST)
+    counts = []
+    for order in ([], ["--reverse-order"]):
+        result = run(
+            REGION_ON_A_THREAD, "--recompile-budget=1", "--recompile-report=r.json", *order
+        )
+        result.assert_outcomes(passed=4)
+        counts.append({t["nodeid"]: t["recompiles"] for t in read_json("r.json")["tests"]})
+    forward, reverse = counts
+    assert forward == reverse
+    name = "test_it.py::test_"
+    assert forward == {
+        f"{name}warm_shapes_on_a_thread": 0,
+        f"{name}new_shape_in_the_region_on_a_thread": 0,
+        f"{name}new_shape_outside_the_region_on_a_thread": 1,
+        f"{name}region_entered_on_the_main_thread": 0,
+    }

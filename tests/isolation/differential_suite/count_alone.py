@@ -10,7 +10,8 @@ set up or torn down. That is the plugin's contract: wider fixtures are never cha
 Environment:
 
 ``COUNT_ALONE_OUT``
-    write ``{nodeid: recompiles}`` there at the end of the session (turns counting on).
+    write ``{nodeid: {"recompiles": n, "breaks": sites}}`` there at the end of the session
+    (turns counting on); ``breaks`` counts the distinct graph-break sites of its phases.
 ``COUNT_ALONE_RECORD``
     write ``{"items": [{"nodeid", "name", "ungated"}], "outcomes": {nodeid: outcome},
     "messages": {nodeid: message}}`` there: the collected tests in run order, whether each is
@@ -54,10 +55,14 @@ class Counter:
         self.wider = 0  # wider-scoped fixtures being set up or torn down right now
         self.tearing: dict[int, int] = {}  # id(fixturedef) -> teardowns in progress
         self.counts: dict[str, int] = {}
+        # graph-break sites (file, line) per test, from torch's graph_break_reasons
+        self.breaks: dict[str, set[tuple[str, int]]] = {}
+        self.reasons_seen = 0
         self.flush()  # what was compiled before the first test (at import) is nobody's
 
     def flush(self) -> None:
-        """Charge every metric recorded since the last flush to the current window."""
+        """Charge every metric and graph break recorded since the last flush to the current
+        window."""
         charge = self.nodeid is not None and self.wider == 0
         for metric in self.utils.get_compilation_metrics():
             if id(metric) in self.seen:
@@ -65,6 +70,14 @@ class Counter:
             self.seen[id(metric)] = metric
             if charge and _is_recompile(metric):
                 self.counts[self.nodeid] += 1  # type: ignore[index]
+        reasons = self.utils.graph_break_reasons
+        if len(reasons) < self.reasons_seen:  # a reset cleared the list
+            self.reasons_seen = 0
+        for reason in reasons[self.reasons_seen :]:
+            frame = reason.user_stack[-1] if reason.user_stack else None
+            if charge and frame is not None:
+                self.breaks[self.nodeid].add((frame.filename, frame.lineno))  # type: ignore[index]
+        self.reasons_seen = len(reasons)
 
     # The test's own phases: from the start of its setup to the end of its teardown.
 
@@ -73,6 +86,7 @@ class Counter:
         self.flush()
         self.nodeid = item.nodeid
         self.counts.setdefault(item.nodeid, 0)
+        self.breaks.setdefault(item.nodeid, set())
         return (yield)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -116,8 +130,12 @@ class Counter:
 
     def write(self, path: str) -> None:
         self.flush()
+        found = {
+            nodeid: {"recompiles": count, "breaks": len(self.breaks.get(nodeid, ()))}
+            for nodeid, count in self.counts.items()
+        }
         with open(path, "w") as file:
-            json.dump(self.counts, file, indent=1, sort_keys=True)
+            json.dump(found, file, indent=1, sort_keys=True)
 
 
 class Recorder:
