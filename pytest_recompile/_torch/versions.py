@@ -20,10 +20,10 @@ import inspect
 # reached through the limit check (see hooks._register).
 MIN_TORCH = (2, 7)
 MIN_TORCH_TEXT = ".".join(map(str, MIN_TORCH))
-NEWEST_TESTED = (2, 14)
+NEWEST_TESTED = (2, 15)
 NEWEST_TESTED_TEXT = ".".join(map(str, NEWEST_TESTED))
 
-# Locals of torch._dynamo.convert_frame._compile that the hook reads (as in 2.13 and 2.14).
+# Locals of torch._dynamo.convert_frame._compile that the hook reads (as in 2.13 to 2.15).
 _COMPILE_LOCALS = ("code", "frame", "cache_size", "compile_id")
 # Before 2.9 the limit check of convert_frame._compile is the interception point; it runs once
 # per frame compile, after the guard-failure reasons are computed.
@@ -173,8 +173,9 @@ def reuses_where_it_keeps() -> bool:
 
 @functools.cache
 def precompile_entry_takes_region() -> bool:
-    """Newer torch (the 2.15 window) files precompile entries per ``isolate_recompiles``
-    region: ``_load_precompile_entry(code, guard_manager, dynamo_code, region[, owner])``.
+    """Newer torch (main after 2.15.0; 2.15.0 itself takes three arguments) files precompile
+    entries per ``isolate_recompiles`` region:
+    ``_load_precompile_entry(code, guard_manager, dynamo_code, region[, owner])``.
     Decided by the signature (pybind's docstring), not the name, which both have."""
     import torch._C._dynamo.eval_frame as eval_frame
 

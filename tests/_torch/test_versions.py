@@ -174,7 +174,7 @@ def test_missing_api_under_xdist_is_named_without_a_crash(pytester: pytest.Pytes
 
 @pytest.mark.parametrize(
     ("version", "told"),
-    [("2.14.1", False), ("2.14.0+cu130", False), ("2.15.0", True), ("3.0.0.dev20261201", True)],
+    [("2.15.0", False), ("2.15.0+cu132", False), ("2.16.0", True), ("3.0.0.dev20261201", True)],
 )
 def test_a_torch_newer_than_tested_is_named_in_the_header(run, monkeypatch, version, told) -> None:
     monkeypatch.setattr(versions, "torch_version", lambda: version)
