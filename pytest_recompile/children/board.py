@@ -8,7 +8,9 @@ overlay file system, in every gated test, whether or not it ever starts a child.
 a shared mapping costs a memory copy. The reader sees the page the writer changed (one page
 cache); a sequence number, odd while the writer is mid-way, tells it to read again.
 
-Layout: ``<seq: u64><length: u32>`` then ``length`` bytes.
+Layout: ``<seq: u64><length: u32><children: u32>`` then ``length`` bytes. A child sets
+``children`` before its first record: until then the parent never looks for records (a gated
+test that starts no child reads no directory).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import os
 import struct
 
 _HEADER = struct.Struct("<QI")
+_CHILDREN = struct.Struct("<I")  # after the header
+_PAYLOAD = _HEADER.size + _CHILDREN.size
 _SIZE = 1 << 16  # grown (and mapped again) for a longer owner
 _TRIES = 64
 
@@ -41,7 +45,7 @@ class Board:
         self._size = size
 
     def write(self, data: bytes) -> None:
-        need = _HEADER.size + len(data)
+        need = _PAYLOAD + len(data)
         if need > self._size:
             # A reader mid-read of the old size sees the odd sequence number and retries.
             self._announce_busy()
@@ -50,7 +54,7 @@ class Board:
         assert board is not None
         self._seq += 1  # odd: being written
         _HEADER.pack_into(board, 0, self._seq, len(data))
-        board[_HEADER.size : need] = data
+        board[_PAYLOAD:need] = data
         self._seq += 1  # even: whole
         _HEADER.pack_into(board, 0, self._seq, len(data))
 
@@ -59,6 +63,10 @@ class Board:
             self._seq += 1
             _HEADER.pack_into(self._map, 0, self._seq, 0)
             self._seq += 1
+
+    def children(self) -> bool:
+        """Whether a child has recorded (or is about to record) anything yet."""
+        return self._map is not None and _CHILDREN.unpack_from(self._map, _HEADER.size)[0] != 0
 
     def close(self) -> None:
         if self._map is not None:
@@ -78,9 +86,21 @@ def read(path: str) -> bytes | None:
                 seq, length = _HEADER.unpack(head)
                 if seq % 2:
                     continue
-                data = os.pread(f.fileno(), length, _HEADER.size)
+                data = os.pread(f.fileno(), length, _PAYLOAD)
                 if os.pread(f.fileno(), _HEADER.size, 0) == head and len(data) == length:
                     return data
     except OSError:
         return None
     return None
+
+
+def mark_child(path: str) -> None:
+    """A child is about to write its first record: tell the parent to look for records."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.pwrite(fd, _CHILDREN.pack(1), _HEADER.size)
+    finally:
+        os.close(fd)

@@ -275,5 +275,6 @@ class ChildRecorder:
         """One line, one write: a reader never sees half a line but the last one."""
         data = (json.dumps(line, default=str) + "\n").encode()
         if self.fd is None:
+            board.mark_child(os.path.join(self.spool, SPOOL_OWNER))
             self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         os.write(self.fd, data)

@@ -101,7 +101,10 @@ class Spool:
     # -- the records ----------------------------------------------------------------------------
 
     def _read(self) -> None:
-        """Read what every child appended since the last read."""
+        """Read what every child appended since the last read (nothing to read before a
+        child's first record)."""
+        if not self._board.children():
+            return
         for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
             name = entry.name
             if not name.endswith(".jsonl") or entry.stat().st_size == self._offsets.get(name):

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from snippets import inner_args, outcomes, read_json
 
+from pytest_recompile.children import board
 from pytest_recompile.children import parent as processes
 from pytest_recompile.model import messages
-from pytest_recompile.model.names import SPOOL_ENV
+from pytest_recompile.model.names import SPOOL_ENV, SPOOL_OWNER
 from pytest_recompile.reports.json_report import SCHEMA_FILE
 
 pytestmark = [
@@ -475,6 +476,10 @@ def test_torn_and_unfinished_records_are_named(tmp_path: Path) -> None:
             f.write(json.dumps(line) + "\n" + json.dumps(line)[:40])
         with open(os.path.join(spool.root, "p2.jsonl"), "w") as f:
             f.write(json.dumps({**line, "state": "compiling", "rank": 2}) + "\n")
+        # Until a child says it records (as a child does before its first line), the parent
+        # reads no directory: a suite that starts no child pays nothing for them.
+        assert spool.processes([token]) == []
+        board.mark_child(os.path.join(spool.root, SPOOL_OWNER))
         found = spool.processes([token])
         assert [(p["rank"], p["recompiles"], p["problem"]) for p in found] == [
             (1, 1, "a record cut short"),
@@ -617,3 +622,24 @@ def test_an_internal_error_in_a_child_is_contained_and_named_once(
     )
     document = read_json(str(pytester.path / "r.json"))
     assert len(document["faults"]) == 1
+
+
+def test_the_owner_board_is_read_whole(tmp_path: Path) -> None:
+    """The parent names the running owner in a memory map; a reader gets what was written
+    last, whole, however long (the map grows), and nothing before the first write."""
+    path = str(tmp_path / "owner")
+    written = board.Board(path)
+    try:
+        assert board.read(path) == b""
+        written.write(b"t1\n{}")
+        assert board.read(path) == b"t1\n{}"
+        long = b"t2\n" + b"x" * 200_000  # past the first size of the map
+        written.write(long)
+        assert board.read(path) == long
+        assert not written.children()
+        board.mark_child(path)
+        assert written.children()
+        written.write(b"\n")
+        assert board.read(path) == b"\n"
+    finally:
+        written.close()
