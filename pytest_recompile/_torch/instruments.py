@@ -151,10 +151,35 @@ class CompileState:
 
 
 def compile_state() -> CompileState:
-    import torch._dynamo.config as config
     import torch._dynamo.eval_frame as eval_frame
 
-    return CompileState(eval_frame._stance, config.get_config_copy())
+    return CompileState(eval_frame._stance, config_values())
+
+
+def config_values() -> dict[str, Any]:
+    """Dynamo's config as it is now: each value, containers copied one level (a test that
+    adds to ``reorderable_logging_functions`` changed it). torch caches the dict it reads
+    for this (2.6+), so a test that changes nothing costs tens of microseconds, not the
+    deep copy of every value ``get_config_copy`` makes."""
+    import torch._dynamo.config as config
+
+    if not _caches_config_reads():
+        return dict(config.get_config_copy())
+    found: dict[str, Any] = getattr(config, "_get_dict")(readonly_values=True)  # noqa: B009
+    return {k: v.copy() if isinstance(v, (list, dict, set)) else v for k, v in found.items()}
+
+
+@functools.cache
+def _caches_config_reads() -> bool:
+    import inspect
+
+    import torch._dynamo.config as config
+
+    read = getattr(config, "_get_dict", None)
+    try:
+        return read is not None and "readonly_values" in inspect.signature(read).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def rebased(saved: CompileState, before: CompileState, after: CompileState) -> CompileState:
@@ -183,7 +208,7 @@ def restore_compile_state(saved: CompileState) -> list[str]:
     if eval_frame._stance != saved.stance:
         changed.append(f"stance {eval_frame._stance.stance!r}")
         eval_frame._set_stance(saved.stance)
-    now = config.get_config_copy()
+    now = config_values()
     differing = {k: v for k, v in saved.config.items() if now.get(k) != v}
     if differing:
         changed += [f"torch._dynamo.config.{k}={now.get(k)!r}" for k in sorted(differing)]
@@ -206,11 +231,12 @@ def compile_seconds() -> Iterator[dict[events.CompileKey, float]]:
         return
     old_capacity = dynamo_utils._compilation_metrics.maxlen or 64
     dynamo_utils.set_compilation_metrics_limit(max(old_capacity, METRICS_CAPACITY))
-    existing = {id(m) for m in dynamo_utils._compilation_metrics}
+    metrics = dynamo_utils._compilation_metrics
+    last = metrics[-1] if metrics else None  # the newest metric before the block
     try:
         yield result
     finally:
-        result.update(seconds_by_compile(existing))
+        result.update(seconds_by_compile(after=last))
         dynamo_utils.set_compilation_metrics_limit(old_capacity)
 
 
@@ -268,21 +294,23 @@ def _metric_key(metric: Any) -> events.CompileKey | None:
     )
 
 
-def seconds_by_compile(
-    skip: frozenset[int] | set[int] = frozenset(),
-) -> dict[events.CompileKey, float]:
-    """``entire_frame_compile_time_s`` per compile, of the metrics torch still holds (but
-    those whose ``id`` is in ``skip``; lazy backward compiles left out); torch numbers
+def seconds_by_compile(after: Any = None) -> dict[events.CompileKey, float]:
+    """``entire_frame_compile_time_s`` per compile, of the metrics torch holds that are newer
+    than the metric ``after`` (all of them if it is None or gone: the list holds only newer
+    ones then; lazy backward compiles left out). Read from the newest back, so a block that
+    compiled nothing costs nothing however many metrics the session holds. torch numbers
     compiles again after a reset: the seconds of a key add up."""
     if not versions.has_compile_metrics():
         return {}
     import torch._dynamo.utils as dynamo_utils
 
     result: dict[events.CompileKey, float] = {}
-    for metric in list(dynamo_utils._compilation_metrics):
+    for metric in reversed(list(dynamo_utils._compilation_metrics)):  # (copied at C speed)
+        if metric is after:
+            break
         key = _metric_key(metric)
         seconds = metric.entire_frame_compile_time_s
-        if id(metric) not in skip and key is not None and seconds is not None:
+        if key is not None and seconds is not None:
             result[key] = result.get(key, 0.0) + float(seconds)
     return result
 

@@ -4,6 +4,8 @@ with torch's own count and latency estimate. The reader returns what it read; it
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from types import CodeType
@@ -17,6 +19,12 @@ from ..model.records import FunctionRecord
 
 # What a read found: the function, its entry's compile id, the entry's guards.
 Found = list[tuple[FunctionRecord, str, EntryGuards]]
+
+# Each guard tree's leaves, read once per process: a reused entry (an earlier test's first
+# compile, a fixture's) is read by every test that takes it, and its tree never changes.
+_LEAVES: weakref.WeakKeyDictionary[Any, tuple[str, list[InstalledGuard]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class GuardTrees:
@@ -58,16 +66,7 @@ class GuardTrees:
                 if owners.get(key) is not record or (known and known[0] is manager):
                     continue
                 try:
-                    leaves = [
-                        installed_guard(
-                            leaf.torch_kind,
-                            leaf.source,
-                            list(leaf.code_parts),
-                            entry,
-                            leaf.structural,
-                        )
-                        for leaf in guard_tree.guard_leaves(manager)
-                    ]
+                    leaves = _leaves(manager, entry)
                 except Exception as exc:  # a tree built otherwise: torch's count stands in
                     self.faults.add(
                         f"guard counts: a guard tree could not be read ({type(exc).__name__}: "
@@ -106,3 +105,17 @@ class GuardTrees:
                 continue
             found.append((owners[key], key[3], self._guards[key]))
         return found
+
+
+def _leaves(manager: Any, entry: str) -> list[InstalledGuard]:
+    """The guards of one entry's tree (``entry``: its compile id), read once per tree."""
+    known = _LEAVES.get(manager)
+    if known is not None and known[0] == entry:
+        return known[1]
+    leaves = [
+        installed_guard(leaf.torch_kind, leaf.source, list(leaf.code_parts), entry, leaf.structural)
+        for leaf in guard_tree.guard_leaves(manager)
+    ]
+    with contextlib.suppress(TypeError):  # a manager that takes no weak reference: read again
+        _LEAVES[manager] = (entry, leaves)
+    return leaves
