@@ -25,14 +25,14 @@ depend on the machine; the ratios are what the targets are about.
 6. warmed in a module fixture: 20 tests calling a 2-layer ``nn.TransformerEncoder`` (d_model
    64, inductor) three times each at one shape under ``no_grad``, the model compiled and
    warmed once in a module-scoped fixture; ``--recompile-budget`` (B) vs ``-p no:recompile``
-   (A), each run with a fresh inductor cache directory. Target <= 1.10: isolation keeps the
+   (A), each run with a fresh inductor cache directory. Target <= 1.05: isolation keeps the
    fixture's entries, so no test traces the model again.
 7. first called inside tests: the same model compiled at module level and first called
    inside the tests. Isolation drops what each test compiled, and reuses the first test's
-   compile for the others (alone, each would compile it first). Target <= 1.10.
+   compile for the others (alone, each would compile it first). Target <= 1.05.
 10. rebuilt in every test: the same model class built and compiled in each of the 20 tests;
    torch compiles ``forward`` once in all (a new instance passes the entry's guards), and so
-   must the gate. Target <= 1.10.
+   must the gate. Target <= 1.05.
 11. three batch sizes: 20 tests each calling the module-level model at one of batch 2, 4, 8;
    alone each compiles its batch statically, so the gate compiles each batch once, where the
    plugin-off run goes dynamic at the second. Target <= 1.15.
@@ -52,7 +52,18 @@ depend on the machine; the ratios are what the targets are about.
 
     python benchmarks/run.py --only children   # benchmarks 8 and 9 alone (a few minutes)
     python benchmarks/run.py --only isolation  # benchmarks 6, 7, 10 and 11 alone
+14. fast suite: 1,500 fast tests, eager backend, each calling a module fixture's warmed
+   compiled function, a module-level compiled function or one it defines and compiles, in
+   turn; ``--recompile-budget`` (B) vs ``-p no:recompile`` (A). Targets: wall <= 1.05, peak
+   RSS <= 1.10, and the gated per-test time flat (the median of the last fifth of the run
+   over the first fifth <= 1.20).
+15. split by a graph break: the model of 7 with its forward split between its two layers by
+   ``torch._dynamo.graph_break()``, compiled at module level and first called inside the
+   tests (and, a second row, built and compiled in each test). Target <= 1.05: reuse takes
+   the first test's compile of the forward and of its resume function.
+
     python benchmarks/run.py --only trace      # benchmark 12 alone (a few minutes)
+    python benchmarks/run.py --only fast       # benchmark 14 alone
 """
 
 from __future__ import annotations
@@ -363,10 +374,22 @@ TRANSFORMER = """
 import pytest
 import torch
 
-def make_model():
+class Split(torch.nn.Module):
+    \"\"\"The encoder's two layers with a graph break between them (a print, a log call).\"\"\"
+
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, x):
+        x = self.encoder.layers[0](x)
+        torch._dynamo.graph_break()
+        return self.encoder.layers[1](x)
+
+def make_model(split=False):
     layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, batch_first=True)
     model = torch.nn.TransformerEncoder(layer, num_layers=2).eval()
-    return torch.compile(model{options})
+    return torch.compile(Split(model) if split else model{options})
 """
 
 
@@ -374,7 +397,8 @@ def write_transformer_suite(root: Path, tests: int, backend: str, *, kind: str) 
     """``tests`` tests each calling the model three times at one shape under no_grad. The
     model is warmed in a module-scoped fixture (``warmed``), compiled at module level and
     first called inside the tests (``inside``; ``batches``: each test at one of three batch
-    sizes), or built and compiled in each test (``rebuilt``)."""
+    sizes; ``split``: its forward split by a graph break), or built and compiled in each test
+    (``rebuilt``; ``split_rebuilt``: split by a graph break)."""
     options = "" if backend == "inductor" else f', backend="{backend}"'
     head = TRANSFORMER.format(options=options)
     fixtures = {
@@ -398,6 +422,18 @@ def write_transformer_suite(root: Path, tests: int, backend: str, *, kind: str) 
             def model():
                 return make_model()
             """,
+        "split": """
+            compiled = make_model(split=True)
+
+            @pytest.fixture
+            def model():
+                return compiled
+            """,
+        "split_rebuilt": """
+            @pytest.fixture
+            def model():
+                return make_model(split=True)
+            """,
     }
     head += textwrap.dedent(fixtures["inside" if kind == "batches" else kind])
     batches = [2, 4, 8] if kind == "batches" else [4]
@@ -414,6 +450,76 @@ def write_transformer_suite(root: Path, tests: int, backend: str, *, kind: str) 
         for n in range(tests)
     )
     (root / "test_model.py").write_text(head + body)
+
+
+def write_fast_suite(root: Path, tests: int) -> None:
+    """``tests`` fast tests, eager backend, of three kinds in turn: a module fixture's warmed
+    compiled function, a module-level compiled function, and a function each test defines and
+    compiles (one code object for all: torch compiles it once)."""
+    head = textwrap.dedent(
+        """
+        import pytest
+        import torch
+
+        @torch.compile(backend="eager")
+        def shared(x):
+            return x * 2 + 1
+
+        def warm_me(x):
+            return x - 1
+
+        @pytest.fixture(scope="module")
+        def warmed():
+            compiled = torch.compile(warm_me, backend="eager")
+            compiled(torch.ones(4))
+            return compiled
+        """
+    )
+    kinds = [
+        "def test_{n}(warmed):\n    warmed(torch.ones(4))\n",
+        "def test_{n}():\n    shared(torch.ones(4))\n",
+        "def test_{n}():\n    def own(x):\n        return x + 3\n"
+        '    torch.compile(own, backend="eager")(torch.ones(4))\n',
+    ]
+    body = "\n\n".join(kinds[n % 3].format(n=n) for n in range(tests))
+    (root / "test_fast.py").write_text(head + "\n\n" + body)
+
+
+def junit_durations(path: Path) -> list[float]:
+    """Each test's duration, in the order the tests ran."""
+    return [float(case.get("time", "nan")) for case in ET.parse(path).getroot().iter("testcase")]
+
+
+def fast_benchmarks(fast: Path, tests: int, reps: int) -> list[Result]:
+    """Benchmark 14: many fast gated tests, side by side; their memory; and whether the
+    gated per-test time stays flat over the run."""
+    print(f"14 {tests} fast tests ({reps} x 2 runs)", file=sys.stderr)
+    junit = fast / "junit.xml"
+    off = [*QUIET, "-p", "no:recompile"]
+    on = [*QUIET, "--recompile-budget", f"--junitxml={junit}"]
+    run_pytest(fast, off)  # warm caches
+    slopes: list[float] = []
+
+    def gated() -> Run:
+        found = run_pytest(fast, on)
+        durations = junit_durations(junit)
+        fifth = max(1, len(durations) // 5)
+        slopes.append(statistics.median(durations[-fifth:]) / statistics.median(durations[:fifth]))
+        return found
+
+    a, b = interleaved(reps, lambda: run_pytest(fast, off), gated)
+    assert all(r.rc == 0 for r in a + b), "the fast suite must pass"
+    return [
+        Result(f"fast suite: {tests} tests (a fixture's, a module-level and an own compiled "
+               "function in turn), eager", "-p no:recompile", "--recompile-budget",
+               [r.seconds for r in a], [r.seconds for r in b], 1.05),
+        Result("fast suite: peak RSS", "-p no:recompile", "--recompile-budget",
+               [r.maxrss_kb / 1024 for r in a], [r.maxrss_kb / 1024 for r in b], 1.10,
+               unit="MiB"),
+        Result("fast suite, gated: per-test time of the last fifth of the run over the "
+               "first fifth (medians): flat", "first fifth", "last fifth",
+               [1.0] * len(slopes), slopes, 1.20, unit="x"),
+    ]  # fmt: skip
 
 
 def junit_seconds(path: Path) -> float:
@@ -503,10 +609,10 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=None, help="repetitions per variant")
     parser.add_argument(
         "--only",
-        choices=["children", "isolation", "trace", "guards"],
+        choices=["children", "isolation", "trace", "guards", "fast"],
         default=None,
-        help="run benchmarks 8 and 9 (children), 6, 7, 10 and 11 (isolation), 12 (trace) or "
-        "13 (guards, with --base) alone",
+        help="run benchmarks 8 and 9 (children), 6, 7, 10, 11 and 15 (isolation), 12 (trace), "
+        "13 (guards, with --base) or 14 (fast) alone",
     )
     parser.add_argument(
         "--base",
@@ -539,7 +645,7 @@ def main() -> int:
         root = Path(tmp)
         dirs = {
             name: root / name
-            for name in ("startup", "gated", "hot", "step", "children", *MODEL_SUITES)
+            for name in ("startup", "gated", "hot", "step", "children", "fast", *MODEL_SUITES)
         }
         for path in dirs.values():
             path.mkdir()
@@ -553,6 +659,13 @@ def main() -> int:
         for kind in MODEL_SUITES:
             write_transformer_suite(dirs[kind], model_tests, backend, kind=kind)
         write_children_suite(dirs["children"], 1 if quick else reps, 20)
+        fast_tests = 60 if quick else 1500
+        write_fast_suite(dirs["fast"], fast_tests)
+        if args.only == "fast":
+            fast_reps = args.reps or verdict_reps
+            results = fast_benchmarks(dirs["fast"], fast_tests, fast_reps)
+            print_table(results, fast_reps, quick)
+            return 0 if quick or all(r.met for r in results) else 1
         if args.only == "trace":
             results = [trace_benchmark(dirs["gated"], sizes, reps)]
             print_table(results, reps, quick)
@@ -568,7 +681,7 @@ def main() -> int:
             print_table(results, reps, quick)
             return 0 if quick or all(r.met for r in results) else 1
         if args.only == "isolation":
-            model_reps = args.reps or verdict_reps
+            model_reps = args.reps or (1 if quick else 5)
             results = model_benchmarks(dirs, model_tests, backend, model_reps)
             print_table(results, model_reps, quick)
             return 0 if quick or all(r.met for r in results) else 1
@@ -680,9 +793,11 @@ def main() -> int:
                    "--recompile-budget", memory[0], memory[1], 1.05, unit="MiB")
         )  # fmt: skip
 
-        results += model_benchmarks(dirs, model_tests, backend, verdict_reps)
+        # Five of each: a model suite's runs spread by 5-15% on a shared 2-core machine.
+        results += model_benchmarks(dirs, model_tests, backend, 1 if quick else 5)
         results += children_benchmarks(dirs["children"], reps, quick)
         results.append(trace_benchmark(gated, sizes, reps))
+        results += fast_benchmarks(dirs["fast"], fast_tests, verdict_reps)
 
     print_table(results, reps, quick, added_ms, breakdown)
     return 0 if quick or all(r.met for r in results) else 1
@@ -780,10 +895,12 @@ def guard_benchmarks(
 
 
 MODEL_SUITES = {
-    "warmed": ("warmed in a module fixture", 1.10),
-    "inside": ("first called inside the tests", 1.10),
-    "rebuilt": ("built and compiled in each test", 1.10),
+    "warmed": ("warmed in a module fixture", 1.05),
+    "inside": ("first called inside the tests", 1.05),
+    "rebuilt": ("built and compiled in each test", 1.05),
     "batches": ("module-level, each test at one of 3 batch sizes", 1.15),
+    "split": ("module-level, forward split by one graph break, first called in the tests", 1.05),
+    "split_rebuilt": ("split by one graph break, built and compiled in each test", 1.05),
 }
 
 

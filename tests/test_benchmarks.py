@@ -33,8 +33,13 @@ def test_benchmark_quick_mode_runs() -> None:
         "first called inside the tests",
         "built and compiled in each test",
         "module-level, each test at one of 3 batch sizes",
+        "module-level, forward split by one graph break, first called in the tests",
+        "split by one graph break, built and compiled in each test",
         "child processes that compile",
         "child processes that do nothing",
         "gated suite with --recompile-trace",
+        "fast suite",
+        "fast suite",
+        "fast suite, gated",
     ]
     assert "Added per gated test, median difference / tests:" in proc.stdout
