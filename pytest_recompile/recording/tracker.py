@@ -141,14 +141,13 @@ class RecompileTracker(Recorder):
         """Stop recording and restore what was changed; safe to call twice."""
         if not self.active:
             return
-        self._observe()
-        self._read_trees()
-        self._note_metrics()  # while torch still keeps every compile's metrics
+        self._refresh()  # while torch still keeps every compile's metrics
         self.active = False
         try:
-            self._stack.close()
+            self._stack.close()  # nothing compiles from here on: no second read
         finally:
-            self._refresh()
+            if self._seconds:
+                self.note_seconds(self._seconds)
 
     # -- events -------------------------------------------------------------------------------
 
