@@ -259,15 +259,14 @@ class RecompileTracker(Recorder):
         return self.budget is not None and bool(self.budget.forbidden)
 
     def _refresh(self) -> None:
-        """Fill in cache entries, graph breaks, guards and compile seconds."""
+        """Fill in cache entries, graph breaks and guards (compile seconds: at :meth:`stop`,
+        once the block has measured them)."""
         self._observe()
         self._read_trees()
         for record in self._records.values():
             if self._forbids:
                 record.guards = self._trees.installed(record)
         self._note_metrics()
-        if not self.active and self._seconds:
-            self.note_seconds(self._seconds)
 
     # -- results ------------------------------------------------------------------------------
 
