@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .model.names import GITHUB_MODES, MARKER_LINES, MARKERS, MODES, PREFIX, PROCESS_MODES
+from .model.names import (
+    GITHUB_MODES,
+    MARKER_LINES,
+    MARKERS,
+    MODES,
+    PREFIX,
+    PROCESS_MODES,
+    relative,
+)
 from .options import (
     add_budget_ini,
     add_choice_option,
@@ -276,8 +284,6 @@ class MarkerCheck:
                 continue
             names = sorted({m.name for m in _marks_of(getattr(plugin, "pytestmark", ()))} & _NAMES)
             if names:
-                from .model.messages import relative  # only here: start-up stays light
-
                 shown = relative(path, str(session.config.rootpath))
                 warn_at(
                     RecompileMarkerIgnored(

@@ -307,6 +307,7 @@ class SessionResults:
             self.incomplete or self.missing,
             collected.faults,
             collected.need(),
+            str(config.rootpath),
         )
 
 

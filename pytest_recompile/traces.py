@@ -26,8 +26,7 @@ import pytest
 
 from ._torch import trace
 from .model.faults import Faults
-from .model.messages import relative
-from .model.names import PREFIX
+from .model.names import PREFIX, relative
 from .settings import BUDGET_KEY, RUN_KEY
 from .warning_types import RecompileTraceUnread, warn_at
 

@@ -8,11 +8,12 @@ Python ``GuardBuilder`` spell some kinds differently (``LENGTH_CHECK`` / ``SEQUE
 from __future__ import annotations
 
 import difflib
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from .results import GuardResult, ReasonResult
+from .results import GuardResult, ReasonResult, SourceLineResult
 
 # -- the vocabulary -------------------------------------------------------------------------
 
@@ -189,6 +190,99 @@ _ALIAS = re.compile(r"^(?P<source>\S+) is (?:not )?(?P<other>\S+)$")
 _CALL_SOURCE = re.compile(r"\((?P<source>.+?), \d+\)")
 
 
+# torch's "User stack trace" block (2.10 and newer; see docs/compatibility.md): the frames from
+# the compiled function to the line that read the guarded value, outermost first, full paths.
+_FRAME = re.compile(r'^  File "(?P<file>.+)", line (?P<line>\d+), in (?P<function>.+)$')
+# The comment torch puts beside a guard's code: `  # the user's line  # file:line in function`
+# (the user's line may hold "#" itself; the location is the last part). Its file is shortened by
+# torch (``torch.utils._traceback.shorten_filename``), not a path to open.
+_LOCATION = re.compile(
+    r"\s{2,}#\s(?P<code>.*?)\s{2}#\s(?P<file>[^\s#]+):(?P<line>\d+) "
+    r"in (?P<function>[\w<>.]+)(?!.*:\d+ in )"
+)
+# Files that are not the user's own: installed packages and the standard library.
+LIBRARY_FOLDERS = ("site-packages", "dist-packages")
+_STDLIB = os.path.dirname(os.__file__)
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """A line of code torch names for a guard: where the guarded value was read."""
+
+    file: str  # a path as torch gave it (full in a stack trace)
+    line: int
+    function: str
+    code: str  # the source line, stripped; "" where torch gave none
+
+    def to_dict(self) -> SourceLineResult:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "function": self.function,
+            "code": self.code,
+        }
+
+
+def library_file(path: str) -> bool:
+    """Whether ``path`` is an installed package's or the standard library's, not the user's."""
+    parts = path.replace("\\", "/").split("/")
+    return any(folder in parts for folder in LIBRARY_FOLDERS) or path.startswith(_STDLIB + os.sep)
+
+
+def stack_lines(raw: str) -> tuple[SourceLine, ...]:
+    """The frames of torch's "User stack trace" block, outermost first (none without one)."""
+    _, found, stack = raw.partition(_STACK)
+    if not found:
+        return ()
+    frames: list[SourceLine] = []
+    for text in stack.splitlines():
+        frame = _FRAME.match(text)
+        if frame is not None:
+            frames.append(
+                SourceLine(frame["file"], int(frame["line"]), frame["function"].strip(), "")
+            )
+        elif frames and text.startswith("    ") and not frames[-1].code:
+            frames[-1] = replace(frames[-1], code=text.strip())
+    return tuple(frames)
+
+
+def comment_line(raw: str, function_file: str | None) -> SourceLine | None:
+    """The line torch's guard comment names, where its shortened file is ``function_file``
+    (the compiled function's own file: the path is then known, not guessed); else None."""
+    if function_file is None:
+        return None
+    for text in raw.split(_STACK, 1)[0].splitlines():
+        found = _LOCATION.search(text)
+        if found is None:
+            continue
+        short = found["file"].replace("\\", "/")
+        full = function_file.replace("\\", "/")
+        head = full[: len(full) - len(short)]
+        # shorten_filename cuts the common prefix with torch's folder and its "/"; where that
+        # prefix is "/" alone, it cuts one character more ("/tmp/a.py" -> "mp/a.py")
+        if full.endswith(short) and (head.endswith("/") or head in ("", f"/{full[1:2]}")):
+            return SourceLine(
+                function_file, int(found["line"]), found["function"], found["code"].strip()
+            )
+    return None
+
+
+def guard_lines(
+    raw: str, function_file: str | None = None
+) -> tuple[SourceLine | None, SourceLine | None]:
+    """Where a failing guard's value was read: the innermost frame torch names, and, when that
+    frame is library code (torch.nn, transformers), the innermost frame in the user's own
+    files as well (else None). Both None where torch named no location: nothing is guessed."""
+    frames = stack_lines(raw) or tuple(filter(None, [comment_line(raw, function_file)]))
+    if not frames:
+        return None, None
+    site = frames[-1]
+    if not library_file(site.file):
+        return site, None
+    own = next((f for f in reversed(frames) if not library_file(f.file)), None)
+    return site, own
+
+
 @dataclass(frozen=True)
 class Reason:
     """Why one cache entry rejected a call."""
@@ -201,6 +295,8 @@ class Reason:
     source: str | None = None  # L['x'], G['step'], self.scale
     expected: str | None = None
     actual: str | None = None
+    site: SourceLine | None = None  # the line that read the guarded value, where torch says
+    own_site: SourceLine | None = None  # the user's own line, where ``site`` is library code
 
     @property
     def label(self) -> str:
@@ -220,6 +316,8 @@ class Reason:
             "text": self.text,
             "entry": self.entry,
             "raw": self.raw,
+            "site": self.site.to_dict() if self.site is not None else None,
+            "own_site": self.own_site.to_dict() if self.own_site is not None else None,
         }
 
 
@@ -245,11 +343,14 @@ def strip_comment(text: str) -> str:
     return "; ".join(line for line in lines if line)
 
 
-def parse_reason(raw: str, leaf_kind: str | None = None) -> Reason:
+def parse_reason(
+    raw: str, leaf_kind: str | None = None, function_file: str | None = None
+) -> Reason:
     """Split and classify torch's reason string; never raises, whatever the text.
 
     ``leaf_kind`` is the type name of the failing leaf guard when the guard tree told us
-    (exact); otherwise the kind comes from the text.
+    (exact); otherwise the kind comes from the text. ``function_file``: the compiled function's
+    file, which the location in torch's guard comment may name (see :func:`guard_lines`).
     """
     body = raw.split(_STACK, 1)[0]
     entry = None
@@ -266,7 +367,8 @@ def parse_reason(raw: str, leaf_kind: str | None = None) -> Reason:
     exact = normalise_kind(leaf_kind) if leaf_kind else None
     if exact is not None and exact != kind:
         kind, detail = exact, None
-    return Reason(text, entry, raw, kind, detail, source, expected, actual)
+    site, own = guard_lines(raw, function_file)
+    return Reason(text, entry, raw, kind, detail, source, expected, actual, site, own)
 
 
 class Classified(NamedTuple):

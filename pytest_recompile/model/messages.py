@@ -10,13 +10,12 @@ neither pytest nor torch (recording and child processes use it).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from .budget import Budget, Rule
-from .guards import Reason, hint_for, label_for
+from .guards import LIBRARY_FOLDERS, Reason, hint_for, label_for
 from .judge import Violation
-from .names import HEADROOM, PREFIX
+from .names import HEADROOM, PREFIX, relative
 from .records import FunctionRecord
 from .results import (
     CachesResult,
@@ -27,6 +26,7 @@ from .results import (
     ProcessResult,
     ReasonResult,
     RecompileResult,
+    SourceLineResult,
     ViolationKind,
     ViolationResult,
 )
@@ -60,18 +60,6 @@ LIMIT_FIX = (
     "torch now runs it uncompiled, silently; remove the cause of its recompiles, or "
     "raise torch._dynamo.config.recompile_limit if they are expected"
 )
-
-
-def relative(path: str, root: str | None = None) -> str:
-    """``path`` relative to ``root`` (default: the working directory) when inside it, with
-    ``/`` separators; otherwise as given (another drive on Windows included)."""
-    try:
-        rel = os.path.relpath(path, root or os.getcwd())
-    except ValueError:  # another drive on Windows
-        return path
-    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
-        return path
-    return rel.replace(os.sep, "/")
 
 
 def location(filename: str, lineno: int, root: str | None = None) -> str:
@@ -174,13 +162,44 @@ def told(kind: ViolationKind, source: str, message: str) -> ViolationResult:
     }
 
 
+def first_reason(fn: FunctionResult) -> ReasonResult | None:
+    """The first reason of the function's first recompile that has one: the one to fix first."""
+    for recompile in fn["recompiles"]:
+        if recompile["reasons"]:
+            return recompile["reasons"][0]
+    return None
+
+
 def first_guard(fn: FunctionResult, *, actual: bool = False) -> str | None:
     """``KIND(detail): guard`` of the function's first recompile that has a reason (the one
     to fix first); with ``actual``, the value the call passed to an ``==`` guard."""
-    for recompile in fn["recompiles"]:
-        if recompile["reasons"]:
-            return reason_text(recompile["reasons"][0], actual=actual)
-    return None
+    reason = first_reason(fn)
+    return reason_text(reason, actual=actual) if reason is not None else None
+
+
+def line_to_change(reason: ReasonResult) -> SourceLineResult | None:
+    """The user's own line that read a failing guard's value (where torch named one)."""
+    return reason["own_site"] or reason["site"]
+
+
+def source_location(site: SourceLineResult, root: str | None = None) -> str:
+    """``file:line`` of a source line: an installed package's file from its package folder
+    on (``torch/nn/modules/dropout.py:73``), any other relative to ``root`` when under it."""
+    path = site["file"].replace("\\", "/")
+    for folder in LIBRARY_FOLDERS:
+        if f"/{folder}/" in path:
+            return f"{path.rpartition(f'/{folder}/')[2]}:{site['line']}"
+    return location(site["file"], site["line"], root)
+
+
+def site_text(reason: ReasonResult, root: str | None = None) -> str:
+    """``file:line`` of the line that read the guard's value, and the user's own line after
+    it where that one is library code; "" where torch named none."""
+    site, own = reason["site"], reason["own_site"]
+    if site is None:
+        return ""
+    text = source_location(site, root)
+    return text + (f" (your code: {source_location(own, root)})" if own else "")
 
 
 def _first_guard_of(record: FunctionRecord) -> str:
@@ -225,7 +244,20 @@ def guard_text(kind: str, detail: str | None, text: str, actual: str | None = No
     return f"{label_for(kind, detail)}: {text}{passed}"
 
 
-def recompile_line(index: int, recompile: RecompileResult) -> list[str]:
+def site_lines(reason: ReasonResult, root: str | None = None, indent: str = "      ") -> list[str]:
+    """Where torch says the failing guard's value was read: ``guard from file:line in f:
+    code``, and the user's own line where that one is library code; none where torch gave no
+    location (older releases, tensors, global state)."""
+    lines = []
+    for word, site in (("guard from", reason["site"]), ("in your code", reason["own_site"])):
+        if site is not None:
+            code = f": {site['code']}" if site["code"] else ""
+            where = source_location(site, root)
+            lines.append(f"{indent}{word} {where} in {site['function']}{code}")
+    return lines
+
+
+def recompile_line(index: int, recompile: RecompileResult, root: str | None = None) -> list[str]:
     entry = f" [{recompile['compile_id']}]"
     resume = " (graph-break resume frame)" if recompile["resume"] else ""
     tail = f"   <- {STOPPED}" if recompile["stopped"] else ""
@@ -233,6 +265,7 @@ def recompile_line(index: int, recompile: RecompileResult) -> list[str]:
         return [f"    recompile {index}{entry}{resume}: (torch gave no reason){tail}"]
     first, *others = recompile["reasons"]
     lines = [f"    recompile {index}{entry}{resume} {reason_text(first)}{tail}"]
+    lines += site_lines(first, root)
     if others:
         older = others[0]
         more = f" and {len(others) - 1} more" if len(others) > 1 else ""
@@ -272,7 +305,7 @@ def function_block(
     ]
     fixes: list[tuple[str, str]] = []
     for index, recompile in enumerate(fn["recompiles"], 1):
-        lines += recompile_line(index, recompile)
+        lines += recompile_line(index, recompile, root)
         fixes += [(reason_label(r), reason_hint(r)) for r in recompile["reasons"][:1]]
     if any(_attempt(r["compile_id"]) > fn["cache_entries"] for r in fn["recompiles"]):
         lines.append(f"    {COMPILE_ID_NOTE}")
@@ -408,6 +441,7 @@ def warm_message(name: str, filename: str, lineno: int, reasons: tuple[Reason, .
     lines = [f"{PREFIX} {warm_refusal(name, filename, lineno)}"]
     for reason in reasons:
         lines.append(f"    {reason.entry or '?'} {reason.label}: {reason.text}")
+        lines += site_lines(reason.to_dict())
     if not reasons:
         lines.append("    a first compile: warm the function up before the warm block")
     return "\n".join(lines + fix_lines([(r.label, r.hint) for r in reasons]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 PREFIX = "pytest-recompile:"  # every message of the plugin starts so
 
 MAX_RECOMPILES = "max_recompiles"
@@ -66,3 +68,15 @@ SPOOL_OWNER = "owner"
 SHADOWED_ENV = "PYTEST_RECOMPILE_SITECUSTOMIZE"  # "sys.prefix|file" of the session's own
 
 HEADROOM = 2  # the suggested recompile_limit: this many times the most entries seen
+
+
+def relative(path: str, root: str | None = None) -> str:
+    """``path`` relative to ``root`` (default: the working directory) when inside it, with
+    ``/`` separators; otherwise as given (another drive on Windows included)."""
+    try:
+        rel = os.path.relpath(path, root or os.getcwd())
+    except ValueError:  # another drive on Windows
+        return path
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return path
+    return rel.replace(os.sep, "/")

@@ -32,6 +32,15 @@ ViolationKind = Literal[RuleKind, "warm", "divergence"]
 diverged under ``same_compiles_across_ranks``."""
 
 
+class SourceLineResult(TypedDict):
+    """A line of code torch names for a guard (``#/$defs/source_line``)."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+
 class ReasonResult(TypedDict):
     """Why one cache entry rejected a call (``#/$defs/reason``)."""
 
@@ -43,6 +52,8 @@ class ReasonResult(TypedDict):
     text: str
     entry: str | None
     raw: str
+    site: SourceLineResult | None
+    own_site: SourceLineResult | None
 
 
 class GuardResult(TypedDict):

@@ -21,7 +21,8 @@ from ..model.records import FunctionRecord, Recompile
 def event_reasons(event: CompileEvent) -> tuple[Reason, ...]:
     """A compile's guard failures, parsed (the failing leaf's kind where torch gave it)."""
     reasons = (
-        parse_reason(raw, leaf) for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
+        parse_reason(raw, leaf, event.function.co_filename)
+        for raw, leaf in zip(event.reasons, event.leaf_kinds, strict=False)
     )
     return tuple(
         replace(r, actual=event.values[r.source])

@@ -16,16 +16,19 @@ from ..model.guard_cost import entry_count, largest_result
 from ..model.messages import (
     failed_kinds,
     first_guard,
+    first_reason,
     fix_lines,
     limit_outcome,
+    line_to_change,
     plural,
     reason_hint,
     reason_label,
     reason_text,
-    relative,
+    site_text,
     who,
 )
 from ..model.messages import offenders as worst_first
+from ..model.names import relative
 from ..model.results import (
     FunctionResult,
     TestResult,
@@ -111,17 +114,22 @@ def _broken_rows(results: Results, root: str) -> list[str]:
                 f"{_code(relative(fn['file'], root) + ':' + str(fn['line']))} | "
                 f"{len(fn['recompiles'])}{limit} | {_cell(_rules(data))} | "
                 f"{_cell(failed_kinds(fn))} | {_code(first_guard(fn, actual=True) or '')} | "
-                f"{fn['recompile_seconds']:.2f} |"
+                f"{_code(_guard_site(fn, root))} | {fn['recompile_seconds']:.2f} |"
             )
         # a warm block, graph breaks, CUDA-graph re-records: no function; too many guards
         for v in data["violations"]:
             if not offenders or v["kind"] in ("guards", "new_guards"):
                 rows.append(
                     f"| {_code(nodeid)} | — | {data['recompiles']} | {_cell(_rules(data))} | "
-                    f"{_cell(v['kind'])} | {_cell(v['message'])} | "
+                    f"{_cell(v['kind'])} | {_cell(v['message'])} | — | "
                     f"{data['recompile_seconds']:.2f} |"
                 )
     return rows
+
+
+def _guard_site(fn: FunctionResult, root: str) -> str:
+    reason = first_reason(fn)
+    return site_text(reason, root) if reason is not None else ""
 
 
 def _guard_rows(results: Results, root: str) -> list[str]:
@@ -194,8 +202,8 @@ def markdown_summary(
     sections = [
         (
             f"### Tests that {broke} the gate",
-            "| Test | Function | Recompiles | Rules | Kinds | First guard | Recompile s |\n"
-            "|---|---|--:|---|---|---|--:|",
+            "| Test | Function | Recompiles | Rules | Kinds | First guard | Guard from "
+            "| Recompile s |\n|---|---|--:|---|---|---|---|--:|",
             _broken_rows(results, root),
         ),
         (
@@ -330,10 +338,33 @@ def _function_annotation(
     )
 
 
+def _line_annotation(
+    nodeid: str, function: CompiledFunction, root: str, rank: tuple[int, int, float]
+) -> Annotation | None:
+    """On the user's line that read the first failing guard's value: the line to change."""
+    reason = first_reason(function.fn)
+    line = line_to_change(reason) if reason is not None else None
+    if reason is None or line is None:
+        return None
+    code = [line["code"]] if line["code"] else []
+    fix = fix_lines([(reason_label(reason), reason_hint(reason))], indent="")
+    return Annotation(
+        relative(line["file"], root),
+        line["line"],
+        f"{nodeid}: this line installed the guard that failed in "
+        f"{function.fn['qualname']}{function.where}",
+        "\n".join([reason_text(reason), *code, *fix]),
+        rank,
+    )
+
+
 def _annotations(results: Results, root: str) -> list[Annotation]:
     found = []
     for nodeid, data, offenders in _broken(results):
-        found += [_function_annotation(nodeid, data, o, root) for o in offenders]
+        for offender in offenders:
+            annotation = _function_annotation(nodeid, data, offender, root)
+            line = _line_annotation(nodeid, offender, root, annotation.rank)
+            found += [annotation] if line is None else [annotation, line]
         worst = max((len(o.fn["recompiles"]) for o in offenders), default=0)
         stopped = data["stopped_at"]
         if stopped is not None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
+from ..model.names import relative
 from ..model.results import (
     Environment,
     FixtureResult,
@@ -33,13 +35,18 @@ def report_document(
     incomplete: str | None = None,
     faults: list[str] | None = None,
     need: LimitResult | None = None,
+    root: str | None = None,
 ) -> ReportDocument:
     """The JSON report (see report.schema.json): ``results`` are (nodeid, outcome, data);
-    ``incomplete``: why the run stopped early, if it did."""
+    ``incomplete``: why the run stopped early, if it did; ``root``: the rootdir, which the
+    files of guard sites are written relative to (when under it)."""
     tests: list[ReportedTest] = [
         {"nodeid": nodeid, "outcome": outcome, **data}
         for nodeid, outcome, data in sorted(results, key=lambda r: r[0])
     ]
+    if root is not None:
+        tests = relative_sites(tests, root)
+        fixtures = relative_sites(fixtures or [], root)
     devices = sorted({t["device"] for t in tests if t["device"]})
     return {
         "schema": REPORT_SCHEMA,
@@ -70,3 +77,18 @@ def report_document(
         if need is not None
         else limit_need([(t["nodeid"], t) for t in tests], fixtures or []),
     }
+
+
+def relative_sites(value: Any, root: str) -> Any:
+    """``value`` with the file of each guard's source line (a reason's ``site`` and
+    ``own_site``) relative to ``root`` when under it: a report compares across checkouts."""
+    if isinstance(value, list):
+        return [relative_sites(item, root) for item in value]
+    if not isinstance(value, dict):
+        return value
+    found = {key: relative_sites(item, root) for key, item in value.items()}
+    for key in ("site", "own_site"):
+        site = found.get(key)
+        if isinstance(site, dict) and "raw" in found and isinstance(site.get("file"), str):
+            found[key] = {**site, "file": relative(site["file"], root)}
+    return found

@@ -85,7 +85,15 @@ def test_annotations_and_job_summary_under_github_actions(
         "fix EQUALS_MATCH: a Python value is baked into the graph as a constant: pass it as a "
         "tensor (torch.tensor(value)) so it is data, not code"
     ]
-    assert len(found) == 4
+    # ... and on the line that read `step`, the line to change (torch names none for a rank)
+    assert [a for a in found if "this line installed the guard" in a] == [
+        "::error file=test_suite.py,line=9,title=test_suite.py%3A%3Atest_step_counter%3A "
+        "this line installed the guard that failed in f::EQUALS_MATCH: G['step'] == 0 "
+        "(this call: 1)%0Areturn x + step%0A"
+        "fix EQUALS_MATCH: a Python value is baked into the graph as a constant: pass it as a "
+        "tensor (torch.tensor(value)) so it is data, not code"
+    ]
+    assert len(found) == 5
     text = github.read_text()
     assert text.startswith("# earlier output\n## torch.compile recompile gate\n")  # appended
     assert re.search(
@@ -96,7 +104,7 @@ def test_annotations_and_job_summary_under_github_actions(
     assert (
         "| `test_suite.py::test_step_counter` | `f` `test_suite.py:7` | 1 | "
         "0 in total (--recompile-budget=0) | EQUALS_MATCH | "
-        "`EQUALS_MATCH: G['step'] == 0 (this call: 1)` | 0.00 |"
+        "`EQUALS_MATCH: G['step'] == 0 (this call: 1)` | `test_suite.py:9` | 0.00 |"
     ) in text
     assert (
         "| `test_suite.py::test_shapes` | `double` `test_suite.py:11` | 2 | "
@@ -122,7 +130,7 @@ def test_xdist_controller_alone_writes_them(
         )
     )
     result.assert_outcomes(passed=1, failed=2)
-    assert len(annotations(result)) == 4  # as serial: not once per worker
+    assert len(annotations(result)) == 5  # as serial: not once per worker
     assert github.read_text().count(f"## {TITLE}") == 1
 
 
@@ -211,6 +219,8 @@ def fake_test(name: str, recompiles: int, *, limit: bool = False) -> dict[str, A
         "text": "G['step'] == 0",
         "entry": "0/0",
         "raw": "",
+        "site": None,
+        "own_site": None,
     }
     fn = {
         "name": name,
