@@ -253,6 +253,7 @@ class Gate:
             run.verdict = TestVerdict(
                 tracker.start(),
                 baseline=self.settings.baseline_counts.get(item.nodeid),
+                baseline_note=self.settings.baseline_note,
                 isolation=self.isolation,
             )
             run.start_state = instruments.compile_state()

@@ -20,7 +20,7 @@ import pytest
 
 from . import __version__
 from ._torch import caches, versions
-from .model.messages import plural
+from .model.messages import other_torch, plural
 from .model.names import PREFIX
 from .model.results import (
     Carried,
@@ -120,6 +120,7 @@ class SessionReport:
     errors: list[str]
     annotations: list[str]  # GitHub workflow commands, read from the step's output
     verbose: bool = False  # -v: also what isolation did at no cost
+    baseline_note: str | None = None  # the baseline was taken on another torch: which
 
     def lines(self) -> Iterator[tuple[str, bool]]:
         collected = self.collected
@@ -136,6 +137,8 @@ class SessionReport:
         if self.missing is not None:
             plain.append(f"{MISSING}: {self.missing}")
         plain += outlived_lines(collected.outlived)
+        if self.baseline_note is not None:
+            plain.append(other_torch(self.baseline_note))
         yield from ((line, False) for line in plain + list(collected.notes) + self.written)
         faults = [f"{FAULT}: {fault}" for fault in collected.faults]
         red = fixture_limit_lines(collected.fixtures) + faults + self.errors
@@ -227,6 +230,7 @@ class SessionResults:
             self.errors,
             annotations,
             verbose=config.getoption("verbose") >= 1,
+            baseline_note=self.settings.baseline_note,
         )
 
     # -- files ------------------------------------------------------------------------------
@@ -250,7 +254,7 @@ class SessionResults:
             )
             return
         data = {nodeid: data for nodeid, (_, data) in self.collected.results.items()}
-        write_json_atomic(path, baseline_document(data))
+        write_json_atomic(path, baseline_document(data, run_environment()))
         self.written.append(f"baseline written to {path}")
         beyond = beyond_baseline(data, self.settings)
         if beyond:
@@ -280,13 +284,7 @@ class SessionResults:
 
     def report_document(self, config: pytest.Config) -> ReportDocument:
         settings = self.settings
-        environment: Environment = {
-            "pytest_recompile": __version__,
-            "pytest": pytest.__version__,
-            "torch": versions.torch_version(),
-            "python": platform.python_version(),
-            "platform": sys.platform,
-        }
+        environment = run_environment()
         options: ReportSettings = {
             "default_budget": settings.default.value if settings.default else None,
             "mode": settings.mode,
@@ -309,6 +307,18 @@ class SessionResults:
             collected.need(),
             str(config.rootpath),
         )
+
+
+def run_environment() -> Environment:
+    """What this run ran on, as the JSON report and the baseline record it."""
+    return {
+        "pytest_recompile": __version__,
+        "pytest": pytest.__version__,
+        "torch": versions.torch_version(),
+        "torch_build": versions.torch_build(),
+        "python": platform.python_version(),
+        "platform": sys.platform,
+    }
 
 
 def beyond_baseline(results: dict[str, TestResult], settings: Settings) -> list[str]:

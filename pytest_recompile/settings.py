@@ -39,6 +39,8 @@ class Settings:
     # nodeid -> function -> its most guards and its guards on the user's values
     baseline_guards: dict[str, dict[str, GuardBaseline]] = field(default_factory=dict)
     baseline_update: bool = False  # write the baseline from this run instead of comparing
+    # "baseline from torch 2.14.1; this run 2.15.0" when the baseline was taken on another torch
+    baseline_note: str | None = None
     processes: bool = True  # record and judge compiles in the test's child processes
     max_guards: Rule[int] | None = None  # every gated test's guards per cache entry
     durations: int | None = None  # --recompile-durations=N: list the N slowest (0: all)
@@ -206,7 +208,12 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
             if baseline is None:
                 return settings
             found = read_baseline(baseline, f"{PREFIX} {baseline_from}")
-            return replace(settings, baseline_counts=found.counts, baseline_guards=found.guards)
+            return replace(
+                settings,
+                baseline_counts=found.counts,
+                baseline_guards=found.guards,
+                baseline_note=_other_torch(found.torch),
+            )
         if baseline is None:
             raise BaselineError(
                 f"{PREFIX} --recompile-baseline-update needs --recompile-baseline=PATH "
@@ -220,6 +227,17 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
         return replace(settings, mode="report-only", default=default, baseline_update=True)
     except OutputFileError as exc:  # a BaselineError too
         raise pytest.UsageError(str(exc)) from None
+
+
+def _other_torch(recorded: str | None) -> str | None:
+    """``baseline from torch A; this run B`` where the baseline was taken on another torch
+    than this run's: a failure it causes may be torch's change, not the code's."""
+    from ._torch.versions import torch_version
+
+    running = torch_version()
+    if recorded is None or running is None or recorded == running:
+        return None
+    return f"baseline from torch {recorded}; this run {running}"
 
 
 def _trace_dir(config: pytest.Config) -> str | None:

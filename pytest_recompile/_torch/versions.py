@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 
 # The oldest torch this release is tested on, and the newest minor release the matrix ran
 # (.ci/torch-matrix; CI runs 2.13 and the newest). 2.9+ call pre-compile hooks; 2.7 and 2.8 are
@@ -47,6 +48,33 @@ def torch_version() -> str | None:
         return metadata.version("torch")
     except metadata.PackageNotFoundError:
         return None
+
+
+_BUILT_FOR = re.compile(r"^(?P<name>cuda|hip|xpu)\b[^=]*=\s*(?P<value>.+?)\s*$", re.MULTILINE)
+
+
+def torch_build() -> str | None:
+    """What the installed torch was built for: "cpu", "cuda 12.8", "rocm 6.2", "xpu 20250101";
+    None where torch is not installed. Read from torch/version.py as a text file: the same in
+    every process (an xdist controller imports no torch), and nothing is imported."""
+    from importlib import metadata
+
+    try:
+        path = metadata.distribution("torch").locate_file("torch/version.py")
+        with open(str(path), encoding="utf-8") as handle:
+            text = handle.read()
+    except (metadata.PackageNotFoundError, OSError, ValueError):
+        return None
+    return built_for(text)
+
+
+def built_for(text: str) -> str:
+    """The build torch/version.py's text names (its ``cuda``, ``hip``, ``xpu``), else "cpu"."""
+    for found in _BUILT_FOR.finditer(text):
+        value = found["value"].strip("'\"")
+        if value and value != "None":
+            return f"{'rocm' if found['name'] == 'hip' else found['name']} {value}"
+    return "cpu"
 
 
 def version_tuple(text: str) -> tuple[int, ...]:

@@ -425,6 +425,14 @@ def entry_line(entry: EntryGuardsResult) -> str:
     return f"[{entry['entry']}] {counted}" + (f"; torch: {', '.join(torch)}" if torch else "")
 
 
+def other_torch(note: str) -> str:
+    """``baseline from torch A; this run B``, and what to do about it."""
+    return (
+        f"{note}: torch's change may be the cause; once it is understood, "
+        "update the baseline with --recompile-baseline-update"
+    )
+
+
 def seconds_text(seconds: float) -> str:
     return f"{seconds:.2f} s"
 

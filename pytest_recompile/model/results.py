@@ -266,9 +266,12 @@ class ReportedTest(TestResult):
 
 
 class Environment(TypedDict):
+    """What a run ran on (``#/$defs/environment``); the baseline records it too."""
+
     pytest_recompile: str
     pytest: str
     torch: str | None
+    torch_build: str | None  # "cpu", "cuda 12.8", "rocm 6.2"; None: torch never imported
     python: str
     platform: str
 
@@ -352,6 +355,7 @@ class BaselineDocument(TypedDict):
 
     schema: str
     version: int
+    environment: Environment
     tests: dict[str, BaselineTest]
 
 

@@ -47,6 +47,7 @@ class TestVerdict:
     children: list[ProcessResult] | None = None  # the records its child processes left
     divergence: str | None = None  # how its ranks compiled differently, in words
     baseline: int | None = None  # the baseline's count for the test
+    baseline_note: str | None = None  # the baseline was taken on another torch: which
     isolation: str = "entries"  # how its compile caches were isolated
     _frozen: TestResult | None = None  # the result of the last judgement, once asked for
     _stale: bool = True  # judged since it was frozen
@@ -131,16 +132,25 @@ class TestVerdict:
             if isinstance(exc, CompiledWhileWarm):
                 self.refused = exc.refusal
             self.judge_now()
-            return Outcome(fail=stopped_message(exc, root, self.stopped_at))
+            return Outcome(fail=self._noted(stopped_message(exc, root, self.stopped_at)))
         broke = tracker.note_exception(exc) if exc is not None else None
         found = self.judge()
         self.judged = len(found)
-        message = self.own_failure()
+        message = self._noted(self.own_failure())
         if exc is not None and broke is None:
             return Outcome(section=message)
         if broke is not None or (found and tracker.mode != "report-only"):
             return Outcome(fail=message)
         return Outcome()
+
+    def _noted(self, message: str | None) -> str | None:
+        """``message``, saying that the baseline was taken on another torch where a rule it
+        broke came from the baseline: the team then knows to check torch's change first."""
+        if message is None or self.baseline_note is None:
+            return message
+        if not any(v.source == "baseline" for v in self.found):
+            return message
+        return f"{message}\n  {messages.other_torch(self.baseline_note)}"
 
     def with_children(self, own: Outcome, exc: BaseException | None, enforced: bool) -> Outcome:
         """The test's outcome with its children's: their broken rules fail it (beside its own

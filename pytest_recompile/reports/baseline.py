@@ -19,7 +19,7 @@ from .files import OutputFileError
 
 if TYPE_CHECKING:  # read at every start-up (settings): the types cost nothing at run time
     from ..model.budget import GuardBaseline
-    from ..model.results import BaselineDocument, BaselineTest, TestResult
+    from ..model.results import BaselineDocument, BaselineTest, Environment, TestResult
 
 BASELINE_SCHEMA = "pytest-recompile/baseline"
 BASELINE_VERSION = 1
@@ -37,6 +37,7 @@ class Baseline:
 
     counts: dict[str, int] = field(default_factory=dict)
     guards: dict[str, dict[str, GuardBaseline]] = field(default_factory=dict)
+    torch: str | None = None  # the torch it was taken on (None: not recorded)
 
 
 def read_baseline(path: str, where: str) -> Baseline:
@@ -69,7 +70,9 @@ def read_baseline(path: str, where: str) -> Baseline:
             f"{where}: baseline {path} has version {data.get('version')!r}; this plugin reads "
             f"version {BASELINE_VERSION}; {UPDATE_HINT}"
         )
-    found = Baseline()
+    environment = data.get("environment")
+    torch = environment.get("torch") if isinstance(environment, dict) else None
+    found = Baseline(torch=torch if isinstance(torch, str) else None)
     for nodeid, entry in data["tests"].items():
         count = entry.get("recompiles") if isinstance(entry, dict) else None
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
@@ -107,10 +110,12 @@ def _guards(entry: dict[str, object]) -> dict[str, GuardBaseline] | None:
     return found
 
 
-def baseline_document(results: Mapping[str, TestResult]) -> BaselineDocument:
+def baseline_document(
+    results: Mapping[str, TestResult], environment: Environment
+) -> BaselineDocument:
     """The baseline of a run: every gated test that recompiled, with its counts (a budget
     applies to each process: the count of the process that recompiled most, and each
-    function's most in one process)."""
+    function's most in one process), and what the run ran on."""
     from ..model.results import functions_of, per_process
 
     tests: dict[str, BaselineTest] = {}
@@ -134,4 +139,9 @@ def baseline_document(results: Mapping[str, TestResult]) -> BaselineDocument:
                 "guards": guards,
                 "values": {name: sorted(found) for name, found in values.items()},
             }
-    return {"schema": BASELINE_SCHEMA, "version": BASELINE_VERSION, "tests": tests}
+    return {
+        "schema": BASELINE_SCHEMA,
+        "version": BASELINE_VERSION,
+        "environment": environment,
+        "tests": tests,
+    }

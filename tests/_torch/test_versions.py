@@ -262,3 +262,23 @@ def test_a_newer_torch_files_re_installed_entries_by_region(monkeypatch) -> None
         assert dynamo_utils.counters["stats"]["unique_graphs"] == graphs
     finally:
         entries.drop_all(shift.__code__)
+
+
+@pytest.mark.parametrize(
+    ("text", "build"),
+    [
+        ("cuda: Optional[str] = None\nhip: Optional[str] = None\nxpu: Optional[str] = None", "cpu"),
+        ("cuda: Optional[str] = '12.8'\nhip: Optional[str] = None", "cuda 12.8"),
+        ("cuda = None\nhip = '6.2.41133-dd7f95766'", "rocm 6.2.41133-dd7f95766"),
+        ("debug = False\n", "cpu"),
+    ],
+)
+def test_the_build_is_read_from_torch_version_py(text: str, build: str) -> None:
+    assert versions.built_for(text) == build
+
+
+def test_the_installed_build_is_this_processs_torch() -> None:
+    import torch
+
+    expected = f"cuda {torch.version.cuda}" if torch.version.cuda else "cpu"
+    assert versions.torch_build() == expected

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,54 @@ def test_baseline_round_trip(
             "--recompile-baseline-update"
         ]
     )
+
+
+def test_a_baseline_from_another_torch_says_so(
+    run, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The baseline records what it was taken on; on another torch, each failure the baseline
+    causes and the summary say so: the team checks torch's change before its code."""
+    import platform
+
+    import torch
+
+    pytester.makepyfile(test_suite=BASELINE_SUITE)
+    base = pytester.path / "recompiles.baseline.json"
+    pytester.runpytest(
+        *inner_args("--recompile-baseline-update", f"--recompile-baseline={base}")
+    ).assert_outcomes(passed=2)
+    data = json.loads(base.read_text())
+    running = metadata.version("torch")
+    assert data["environment"]["torch"] == running
+    assert data["environment"]["torch_build"] == (
+        f"cuda {torch.version.cuda}" if torch.version.cuda else "cpu"
+    )
+    assert data["environment"]["python"] == platform.python_version()
+
+    monkeypatch.setenv("STEPS", "5")
+    same_torch = pytester.runpytest(
+        *inner_args("--recompile-budget", f"--recompile-baseline={base}")
+    )
+    same_torch.assert_outcomes(failed=1, passed=1)
+    assert "baseline from torch" not in same_torch.stdout.str()
+
+    data["environment"]["torch"] = "2.14.1"
+    base.write_text(json.dumps(data))
+    other = pytester.runpytest(*inner_args("--recompile-budget", f"--recompile-baseline={base}"))
+    other.assert_outcomes(failed=1, passed=1)
+    said = (
+        f"baseline from torch 2.14.1; this run {running}: torch's change may be the cause; "
+        "once it is understood, update the baseline with --recompile-baseline-update"
+    )
+    other.stdout.fnmatch_lines(
+        [f"{PREFIX} 3 recompiles*, budget 2 (baseline)", "*", f"  {said}"], consecutive=False
+    )
+    assert other.stdout.str().count(said) == 2  # the failure, and the terminal summary
+
+    monkeypatch.setenv("STEPS", "3")  # within the baseline: nothing to say in a failure
+    within = pytester.runpytest(*inner_args("--recompile-budget", f"--recompile-baseline={base}"))
+    within.assert_outcomes(passed=2)
+    assert within.stdout.str().count(said) == 1
 
 
 UNABSORBABLE_SUITE = (
