@@ -247,8 +247,10 @@ def ast_docstring(path: Path) -> str | None:
 
 
 def test_the_top_level_is_the_pytest_layer_only() -> None:
-    top = [name for name in package_modules() if layer_of(name) == ""]
+    """... and ``__main__.py``, the command line's entry (its work is in reports/)."""
+    top = [name for name in package_modules() if layer_of(name) == "" and name != "__main__.py"]
     assert len(top) <= 10, top
+    assert len((ROOT / "pytest_recompile" / "__main__.py").read_text().splitlines()) <= 15
 
 
 def test_imports_go_down_the_layers_without_a_circle() -> None:
@@ -604,3 +606,22 @@ def test_guard_cost_page(
         result.assert_outcomes(failed=1, passed=2)
     else:
         assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+
+
+def test_compare(request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/compare.md: each pasted comparison is what the command prints on the reports
+    committed beside the page (real runs of the example on two torch releases and a branch)."""
+    from pytest_recompile.__main__ import main
+
+    blocks = of(checked_blocks(request), "console")
+    assert len(blocks) == 3
+    statuses = []
+    for block in blocks:
+        (command,) = block.commands
+        words = shlex.split(command)
+        assert words[:2] == ["pytest-recompile", "compare"], block
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(ROOT)
+            statuses.append(main(words[1:]))
+        assert capsys.readouterr().out.splitlines() == block.output, f"{block}: stale"
+    assert statuses == [0, 1, 1]  # the upgrade is worse on guards only; the branch recompiles

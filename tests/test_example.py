@@ -68,6 +68,33 @@ def test_the_ci_workflow_command_works_as_written(
     (summary,) = [block for block in found if block.lang == "markdown"]
     assert_pasted(summary, markdown)
 
+    # The pull-request step: its compare commands, as written, against main's report (here the
+    # same run's, so nothing changed and the step passes).
+    (pytester.path / "main-report").mkdir()
+    shutil.copy(pytester.path / "recompiles.json", pytester.path / "main-report")
+    (step,) = [block for block in found if block.lang == "yaml"]  # docs/compare.md's
+    assert step.text in workflow
+    compares = [
+        line.strip() for line in workflow.splitlines() if "pytest-recompile compare" in line
+    ]
+    assert len(compares) == 2
+    for line in compares:
+        line = line.replace('"$GITHUB_STEP_SUMMARY"', "step_summary.md")
+        bin_dir = os.path.dirname(sys.executable)  # where pip put the console script
+        path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+        done = subprocess.run(
+            line,
+            shell=True,
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PATH": path},
+        )
+        assert done.returncode == 0, done.stderr
+    text = (pytester.path / "step_summary.md").read_text()
+    assert text.endswith("**no change**\n")
+
 
 def test_the_readme_ddp_failure_is_what_the_example_prints(request: pytest.FixtureRequest) -> None:
     """The DDP failure pasted in docs/processes.md, against a real run of the example."""

@@ -1,0 +1,533 @@
+"""``pytest-recompile compare BASE.json HEAD.json``: what changed between two JSON reports
+(a torch upgrade, a branch against main), per test and per function (pure: reports in, text
+out; no torch, no pytest).
+
+What is compared, per test and per function: recompiles, cache entries, guards (the largest
+entry's count, new guard kinds, new guards on Python values), graph breaks and their sites,
+``recompile_limit`` hits, and compile seconds past a threshold (they are noisy). A change is
+*worse* where HEAD has more; ``--fail-on`` names the measures whose worsening fails (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.messages import plural
+from .json_report import REPORT_SCHEMA, REPORT_VERSION
+
+# The measures, as --fail-on names them, in the order a test's changes are shown.
+MEASURES = (
+    "recompiles",
+    "cache-entries",
+    "guards",
+    "graph-breaks",
+    "limit-hits",
+    "compile-seconds",
+)
+DEFAULT_FAIL_ON = ("recompiles", "graph-breaks", "limit-hits")
+DEFAULT_SECONDS = 1.0  # a change in compile seconds smaller than this is not shown
+FORMATS = ("text", "markdown", "json")
+ENVIRONMENT = ("torch", "torch_build", "python", "pytest", "pytest_recompile", "platform")
+COMPARE_SCHEMA = "pytest-recompile/compare"
+
+
+class ReportError(ValueError):
+    """A file that is not a report this plugin can read: one line that says which and why."""
+
+
+def read_report(path: str) -> dict[str, Any]:
+    """The JSON report at ``path``; raises ReportError naming the file and what is wrong."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read it: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        cut = " (truncated?)" if exc.pos >= len(text.rstrip()) else ""
+        raise ReportError(f"{path}: not valid JSON{cut}: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != REPORT_SCHEMA:
+        raise ReportError(
+            f"{path}: not a pytest-recompile report (expected a JSON object with "
+            f'"schema": "{REPORT_SCHEMA}", as --recompile-report=PATH writes)'
+        )
+    version = data.get("version")
+    if version != REPORT_VERSION:
+        newer = isinstance(version, int) and version > REPORT_VERSION
+        raise ReportError(
+            f"{path}: report schema version {version!r}"
+            + (" (a newer pytest-recompile wrote it)" if newer else "")
+            + f"; this pytest-recompile reads version {REPORT_VERSION}"
+        )
+    if not isinstance(data.get("tests"), list) or not all(
+        isinstance(t, dict) and isinstance(t.get("nodeid"), str) for t in data["tests"]
+    ):
+        raise ReportError(f'{path}: "tests" is not a list of tests with a "nodeid"')
+    return data
+
+
+# -- what one test measured -----------------------------------------------------------------
+
+
+@dataclass
+class FunctionFigures:
+    recompiles: int = 0
+    cache_entries: int = 0
+    guards: int | None = None  # the largest entry's count (None: never read)
+    kinds: set[str] = field(default_factory=set)  # installed guard kinds
+    values: set[str] = field(default_factory=set)  # guards on the user's Python values
+    limit_hits: int = 0
+    failed: list[str] = field(default_factory=list)  # the failing guards' kinds
+
+
+@dataclass
+class TestFigures:
+    outcome: str
+    recompiles: int
+    compile_seconds: float
+    breaks: dict[str, str]  # site -> torch's reason
+    limit_hits: int
+    functions: dict[str, FunctionFigures]
+
+
+def _site(found: dict[str, Any]) -> str:
+    """A graph break's site, comparable across checkouts: its file's last two parts."""
+    tail = "/".join(str(found.get("file", "?")).replace("\\", "/").split("/")[-2:])
+    return f"{tail}:{found.get('line', '?')} in {found.get('function', '?')}"
+
+
+def _processes(test: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The test's own process, then its children's (same fields where they matter)."""
+    yield test
+    yield from test.get("processes") or []
+
+
+def figures(test: dict[str, Any]) -> TestFigures:
+    functions: dict[str, FunctionFigures] = {}
+    breaks: dict[str, str] = {}
+    for process in _processes(test):
+        for fn in process.get("functions") or []:
+            mine = functions.setdefault(str(fn.get("qualname", "?")), FunctionFigures())
+            recompiles = fn.get("recompiles") or []
+            mine.recompiles += len(recompiles)
+            mine.cache_entries += int(fn.get("cache_entries") or 0)
+            mine.limit_hits += int(fn.get("limit_hits") or 0)
+            for entry in fn.get("entries") or []:
+                if entry.get("guards") is not None:
+                    mine.guards = max(mine.guards or 0, int(entry["guards"]))
+                mine.kinds.update(entry.get("kinds") or {})
+                mine.values.update(entry.get("values") or [])
+            for recompile in recompiles:
+                for reason in (recompile.get("reasons") or [])[:1]:
+                    label = reason.get("kind", "OTHER")
+                    label += f"({reason['detail']})" if reason.get("detail") else ""
+                    site = reason.get("own_site") or reason.get("site")
+                    if isinstance(site, dict):
+                        label += f" from {site.get('file')}:{site.get('line')}"
+                    if label not in mine.failed:
+                        mine.failed.append(label)
+        for found in process.get("graph_breaks") or []:
+            breaks.setdefault(_site(found), str(found.get("reason", "")))
+    return TestFigures(
+        str(test.get("outcome", "?")),
+        int(test.get("recompiles") or 0),
+        float(test.get("compile_seconds") or 0.0),
+        breaks,
+        sum(f.limit_hits for f in functions.values()),
+        functions,
+    )
+
+
+# -- what changed ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    """One measure of a test (or of one of its functions) that differs."""
+
+    measure: str  # one of MEASURES
+    function: str | None
+    base: float
+    head: float
+    detail: str = ""  # new kinds, new values, the sites of graph breaks
+
+    @property
+    def worse(self) -> bool:
+        return self.head > self.base or (self.measure == "guards" and bool(self.detail))
+
+    def text(self) -> str:
+        """``recompiles 0 -> 1 (+1; failing guards: TENSOR_MATCH(size))``."""
+        if self.measure == "compile-seconds":
+            return f"compile seconds {self.base:.2f} s -> {self.head:.2f} s"
+        delta = int(self.head - self.base)
+        said = [f"{delta:+d}"] if delta else []
+        said += [self.detail] if self.detail else []
+        tail = f" ({'; '.join(said)})" if said else ""
+        return f"{self.measure.replace('-', ' ')} {int(self.base)} -> {int(self.head)}{tail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "measure": self.measure,
+            "function": self.function,
+            "base": self.base,
+            "head": self.head,
+            "detail": self.detail,
+            "worse": self.worse,
+        }
+
+
+def _function_changes(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
+    found = []
+    if head.recompiles != base.recompiles:
+        failed = (
+            f"failing guards: {', '.join(head.failed)}" if head.recompiles > base.recompiles else ""
+        )
+        found.append(Change("recompiles", name, base.recompiles, head.recompiles, failed))
+    if head.cache_entries != base.cache_entries:
+        found.append(Change("cache-entries", name, base.cache_entries, head.cache_entries))
+    new = []
+    if base.kinds and head.kinds - base.kinds:
+        new.append(f"new guard kinds: {', '.join(sorted(head.kinds - base.kinds))}")
+    if head.values - base.values:
+        new.append(f"new guards on values: {', '.join(sorted(head.values - base.values))}")
+    if (base.guards is not None and head.guards is not None and head.guards != base.guards) or new:
+        found.append(Change("guards", name, base.guards or 0, head.guards or 0, "; ".join(new)))
+    if head.limit_hits != base.limit_hits:
+        found.append(Change("limit-hits", name, base.limit_hits, head.limit_hits))
+    return found
+
+
+def test_changes(base: TestFigures, head: TestFigures, seconds: float) -> list[Change]:
+    """What differs between a test's two runs, worst measures first."""
+    found: list[Change] = []
+    if head.recompiles != base.recompiles:
+        found.append(Change("recompiles", None, base.recompiles, head.recompiles))
+    for name in sorted(set(base.functions) | set(head.functions)):
+        found += _function_changes(
+            name,
+            base.functions.get(name, FunctionFigures()),
+            head.functions.get(name, FunctionFigures()),
+        )
+    new = [f"new at {s}: {head.breaks[s]}" for s in head.breaks if s not in base.breaks]
+    gone = [f"gone at {s}" for s in base.breaks if s not in head.breaks]
+    if new or gone:
+        found.append(
+            Change("graph-breaks", None, len(base.breaks), len(head.breaks), "; ".join(new + gone))
+        )
+    if abs(head.compile_seconds - base.compile_seconds) >= seconds:
+        found.append(Change("compile-seconds", None, base.compile_seconds, head.compile_seconds))
+    return sorted(found, key=lambda c: (MEASURES.index(c.measure), c.function or ""))
+
+
+@dataclass
+class Comparison:
+    """Two reports compared: the environment's changes, each test's, the tests in one run."""
+
+    base_path: str
+    head_path: str
+    environment: list[tuple[str, Any, Any]]
+    changed: dict[str, list[Change]]  # nodeid -> its changes (only tests with some)
+    outcomes: dict[str, tuple[str, str]]  # nodeid -> (base, head) where the outcome changed
+    only_base: list[str]
+    only_head: list[str]
+    fail_on: tuple[str, ...]
+
+    def totals(self, worse: bool) -> dict[str, tuple[float, int]]:
+        """Per measure: the summed change (HEAD's more where ``worse``, else its less) and how
+        many tests it is in. A test's recompiles are its own line's (its functions' lines
+        are their detail)."""
+        found: dict[str, tuple[float, int]] = {}
+        for changes in self.changed.values():
+            mine: dict[str, float] = {}
+            for change in changes:
+                if change.worse != worse:
+                    continue
+                if change.function is not None and change.measure == "recompiles":
+                    continue
+                mine[change.measure] = mine.get(change.measure, 0.0) + abs(
+                    change.head - change.base
+                )
+            for measure, amount in mine.items():
+                total, tests = found.get(measure, (0.0, 0))
+                found[measure] = (total + amount, tests + 1)
+        return found
+
+    @property
+    def failed(self) -> list[str]:
+        """The measures named by --fail-on on which HEAD is worse."""
+        worse = self.totals(worse=True)
+        return [m for m in self.fail_on if m in worse]
+
+    def verdict(self) -> str:
+        worse, better = self.totals(worse=True), self.totals(worse=False)
+        only = len(self.only_base) + len(self.only_head)
+        tail = f"; {plural(only, 'test')} in one run only" if only else ""
+        if not worse and not better:
+            return f"no change{tail}"
+        parts = []
+        if worse:
+            word = "HEAD is worse" if self.failed else "HEAD is worse where --fail-on does not look"
+            parts.append(f"{word}: {_amounts(worse, 'more')}")
+        if better:
+            word = "better" if worse else "HEAD is better"
+            parts.append(f"{word}: {_amounts(better, 'fewer')}")
+        return "; ".join(parts) + tail
+
+
+# How a measure's amount reads: (one, many).
+_NOUNS = {
+    "recompiles": ("recompile", "recompiles"),
+    "cache-entries": ("cache entry", "cache entries"),
+    "guards": ("guard", "guards"),
+    "graph-breaks": ("graph break", "graph breaks"),
+    "limit-hits": ("recompile_limit hit", "recompile_limit hits"),
+}
+
+
+def _amounts(totals: dict[str, tuple[float, int]], word: str) -> str:
+    """``2 more recompiles (1 test), new guards (1 test)``."""
+    shown = []
+    for measure in MEASURES:
+        if measure not in totals:
+            continue
+        amount, tests = totals[measure]
+        if measure == "compile-seconds":
+            figure = f"{amount:.2f} s {'more' if word == 'more' else 'less'} compiling"
+        elif amount:
+            one, many = _NOUNS[measure]
+            figure = f"{int(amount)} {word} {one if amount == 1 else many}"
+        else:
+            figure = f"new {_NOUNS[measure][1]}"  # guards: new kinds or values, not more
+        shown.append(f"{figure} ({plural(tests, 'test')})")
+    return ", ".join(shown)
+
+
+def compare(
+    base: dict[str, Any],
+    head: dict[str, Any],
+    *,
+    base_path: str = "BASE",
+    head_path: str = "HEAD",
+    fail_on: Iterable[str] = DEFAULT_FAIL_ON,
+    seconds: float = DEFAULT_SECONDS,
+) -> Comparison:
+    base_env, head_env = base.get("environment") or {}, head.get("environment") or {}
+    environment = [
+        (key, base_env.get(key), head_env.get(key))
+        for key in ENVIRONMENT
+        if base_env.get(key) != head_env.get(key)
+    ]
+    before = {t["nodeid"]: t for t in base["tests"]}
+    after = {t["nodeid"]: t for t in head["tests"]}
+    changed: dict[str, list[Change]] = {}
+    outcomes: dict[str, tuple[str, str]] = {}
+    for nodeid in sorted(set(before) & set(after)):
+        old, new = figures(before[nodeid]), figures(after[nodeid])
+        changes = test_changes(old, new, seconds)
+        if changes:
+            changed[nodeid] = changes
+        if old.outcome != new.outcome:
+            outcomes[nodeid] = (old.outcome, new.outcome)
+    return Comparison(
+        base_path,
+        head_path,
+        environment,
+        changed,
+        outcomes,
+        sorted(set(before) - set(after)),
+        sorted(set(after) - set(before)),
+        tuple(fail_on),
+    )
+
+
+# -- renderers ------------------------------------------------------------------------------
+
+
+def _tests(comparison: Comparison) -> Iterator[tuple[str, list[str]]]:
+    """Each test that changed, with its lines: the outcome, the test's own changes, then one
+    line per function that changed."""
+    for nodeid in sorted(set(comparison.changed) | set(comparison.outcomes)):
+        lines = []
+        if nodeid in comparison.outcomes:
+            old, new = comparison.outcomes[nodeid]
+            lines.append(f"outcome {old} -> {new}")
+        changes = comparison.changed.get(nodeid, [])
+        lines += [c.text() for c in changes if c.function is None]
+        functions: dict[str, list[str]] = {}
+        for change in changes:
+            if change.function is not None:
+                functions.setdefault(change.function, []).append(change.text())
+        lines += [f"{name}: {', '.join(texts)}" for name, texts in functions.items()]
+        yield nodeid, lines
+
+
+def text(comparison: Comparison) -> str:
+    lines = [f"pytest-recompile compare: {comparison.base_path} -> {comparison.head_path}"]
+    for key, old, new in comparison.environment:
+        lines.append(f"environment: {key} {old} -> {new}")
+    for nodeid, shown in _tests(comparison):
+        lines.append(nodeid)
+        lines += [f"  {line}" for line in shown]
+    lines += [f"only in {comparison.base_path}: {n}" for n in comparison.only_base]
+    lines += [f"only in {comparison.head_path}: {n}" for n in comparison.only_head]
+    lines.append(f"verdict: {comparison.verdict()}")
+    return "\n".join(lines) + "\n"
+
+
+def _code(value: str) -> str:
+    return "`" + _cell(value.replace("`", "'")) + "`"
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|")
+
+
+def markdown(comparison: Comparison) -> str:
+    lines = [
+        "## torch.compile recompiles: "
+        f"{_code(comparison.base_path)} -> {_code(comparison.head_path)}",
+        "",
+        f"**{comparison.verdict()}**",
+        "",
+    ]
+    if comparison.environment:
+        lines += ["| Environment | Base | Head |", "|---|---|---|"]
+        lines += [
+            f"| {key} | {_code(str(old))} | {_code(str(new))} |"
+            for key, old, new in comparison.environment
+        ]
+        lines.append("")
+    tests = list(_tests(comparison))
+    if tests:
+        lines += ["| Test | What changed |", "|---|---|"]
+        lines += [
+            f"| {_code(nodeid)} | {'<br>'.join(map(_cell, shown))} |" for nodeid, shown in tests
+        ]
+        lines.append("")
+    for path, nodeids in (
+        (comparison.base_path, comparison.only_base),
+        (comparison.head_path, comparison.only_head),
+    ):
+        if nodeids:
+            lines.append(f"Only in {_code(path)}: " + ", ".join(_code(n) for n in nodeids))
+            lines.append("")
+    return "\n".join(lines)
+
+
+def as_json(comparison: Comparison) -> str:
+    document = {
+        "schema": COMPARE_SCHEMA,
+        "version": 1,
+        "base": comparison.base_path,
+        "head": comparison.head_path,
+        "environment": [
+            {"field": key, "base": old, "head": new} for key, old, new in comparison.environment
+        ],
+        "tests": [
+            {
+                "nodeid": nodeid,
+                "outcome": comparison.outcomes.get(nodeid),
+                "changes": [c.to_dict() for c in comparison.changed.get(nodeid, [])],
+            }
+            for nodeid in sorted(set(comparison.changed) | set(comparison.outcomes))
+        ],
+        "only_base": comparison.only_base,
+        "only_head": comparison.only_head,
+        "fail_on": list(comparison.fail_on),
+        "failed": comparison.failed,
+        "verdict": comparison.verdict(),
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+RENDERERS = {"text": text, "markdown": markdown, "json": as_json}
+
+
+# -- the command line ----------------------------------------------------------------------
+
+PROG = "pytest-recompile"
+
+
+def _measures(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [name for name in names if name not in MEASURES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown measure {', '.join(map(repr, unknown)) or repr(text)}; "
+            f"accepted: {', '.join(MEASURES)} (comma-separated)"
+        )
+    return names
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog=PROG, description="Commands of the pytest-recompile plugin.")
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    compare = commands.add_parser(
+        "compare",
+        help="what changed between two JSON reports (--recompile-report=PATH)",
+        description=(
+            "Compare two JSON reports of pytest-recompile (a torch upgrade, a branch against "
+            "main), per test and per function. Exit status 1 where HEAD is worse on a measure "
+            "--fail-on names, 2 on unreadable input."
+        ),
+    )
+    compare.add_argument("base", metavar="BASE.json", help="the report to compare against")
+    compare.add_argument("head", metavar="HEAD.json", help="the report of the change")
+    compare.add_argument(
+        "--format", choices=FORMATS, default="text", help="output format (default: text)"
+    )
+    compare.add_argument(
+        "--fail-on",
+        type=_measures,
+        default=DEFAULT_FAIL_ON,
+        metavar="MEASURES",
+        help=f"comma-separated measures on which a worse HEAD exits 1 (default: "
+        f"{','.join(DEFAULT_FAIL_ON)}; also: guards, cache-entries, compile-seconds)",
+    )
+    compare.add_argument(
+        "--seconds",
+        type=_seconds,
+        default=DEFAULT_SECONDS,
+        metavar="S",
+        help=f"show a test's compile seconds only where they changed by S or more "
+        f"(default: {DEFAULT_SECONDS:g}; they are noisy)",
+    )
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: ``pytest-recompile compare BASE.json HEAD.json [options]``."""
+    args = parser().parse_args(argv)
+    try:
+        base, head = read_report(args.base), read_report(args.head)
+    except ReportError as exc:
+        print(f"{PROG} compare: {exc}", file=sys.stderr)
+        return 2
+    found = compare(
+        base,
+        head,
+        base_path=args.base,
+        head_path=args.head,
+        fail_on=args.fail_on,
+        seconds=args.seconds,
+    )
+    sys.stdout.write(RENDERERS[args.format](found))
+    return 1 if found.failed else 0

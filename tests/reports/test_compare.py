@@ -1,0 +1,244 @@
+"""``pytest-recompile compare``: two real JSON reports in, what changed out; bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from snippets import inner_args
+
+from pytest_recompile.__main__ import main
+from pytest_recompile.reports.json_report import REPORT_VERSION
+
+BASE = """
+import torch
+
+step = 0
+
+
+@torch.compile(backend="eager")
+def f(x):
+    return x + 1
+
+
+def test_steps():
+    global step
+    for step in range(3):
+        f(torch.ones(2))
+
+
+def test_breaks():
+    f(torch.ones(3))
+
+
+def test_only_in_base():
+    f(torch.ones(4))
+"""
+
+# The branch: f reads the step counter (a recompile per step) and breaks its graph in one test.
+HEAD = """
+import torch
+
+step = 0
+
+
+@torch.compile(backend="eager")
+def f(x):
+    return x + step
+
+
+@torch.compile(backend="eager")
+def g(x):
+    x = x + 1
+    torch._dynamo.graph_break()
+    return x * 2
+
+
+def test_steps():
+    global step
+    for step in range(3):
+        f(torch.ones(2))
+
+
+def test_breaks():
+    g(torch.ones(3))
+
+
+def test_only_in_head():
+    f(torch.ones(4))
+"""
+
+
+@pytest.fixture
+def reports(run, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """base.json and head.json, written by real runs of the two suites (report-only: every
+    recompile counted), in the working directory."""
+    for name, source in (("base", BASE), ("head", HEAD)):
+        (pytester.path / "test_suite.py").write_text(source)
+        args = (
+            "--recompile-budget",
+            "--recompile-mode=report-only",
+            f"--recompile-report={name}.json",
+        )
+        pytester.runpytest(*inner_args(*args, "-p", "no:randomly")).assert_outcomes(passed=3)
+        if "torch._dynamo" in sys.modules:
+            sys.modules["torch._dynamo"].reset()
+    monkeypatch.chdir(pytester.path)
+    return pytester.path
+
+
+def test_what_a_branch_changed(reports: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "base.json", "head.json"]) == 1  # worse on recompiles
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "pytest-recompile compare: base.json -> head.json"
+    assert "environment:" not in out  # one torch, one machine: nothing to say
+    steps = out.split("test_suite.py::test_steps\n")[1]
+    assert steps.startswith("  recompiles 0 -> 2 (+2)\n")
+    assert (
+        "  f: recompiles 0 -> 2 (+2; failing guards: EQUALS_MATCH from test_suite.py:9), "
+        "cache entries 1 -> 3 (+2)"
+    ) in steps
+    breaks = out.split("test_suite.py::test_breaks\n")[1]
+    assert "  graph breaks 0 -> 1 (+1; new at " in breaks
+    assert "test_suite.py:15 in g: " in breaks
+    assert "only in base.json: test_suite.py::test_only_in_base" in out
+    assert "only in head.json: test_suite.py::test_only_in_head" in out
+    verdict = out.splitlines()[-1]
+    assert verdict.startswith("verdict: HEAD is worse: 2 more recompiles (1 test), ")
+    assert "1 more graph break (1 test)" in verdict
+    assert verdict.endswith("; 2 tests in one run only")
+
+    # The other way: better on what fails by default (test_breaks' f has one entry where g
+    # and its resume function had two, so the base holds one more cache entry there).
+    assert main(["compare", "head.json", "base.json"]) == 0
+    back = capsys.readouterr().out.splitlines()[-1]
+    assert back.startswith("verdict: HEAD is worse where --fail-on does not look: ")
+    assert "; better: 2 fewer recompiles (1 test), " in back
+
+    assert main(["compare", "base.json", "base.json"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "pytest-recompile compare: base.json -> base.json",
+        "verdict: no change",
+    ]
+
+
+def test_fail_on_names_what_fails(reports: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "base.json", "head.json", "--fail-on", "limit-hits"]) == 0
+    out = capsys.readouterr().out
+    assert "verdict: HEAD is worse where --fail-on does not look: 2 more recompiles" in out
+    assert main(["compare", "base.json", "head.json", "--fail-on=graph-breaks"]) == 1
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", "base.json", "head.json", "--fail-on", "recompile"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown measure 'recompile'; accepted: recompiles, cache-entries, guards" in err
+
+
+def test_environment_first_and_other_formats(
+    reports: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = json.loads((reports / "head.json").read_text())
+    old = head["environment"]["torch"]
+    head["environment"]["torch"] = "2.99.0"  # as a report of a newer torch would say
+    (reports / "newer.json").write_text(json.dumps(head))
+    assert main(["compare", "base.json", "newer.json"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == f"environment: torch {old} -> 2.99.0"
+
+    assert main(["compare", "base.json", "newer.json", "--format", "markdown"]) == 1
+    markdown = capsys.readouterr().out
+    assert markdown.startswith("## torch.compile recompiles: `base.json` -> `newer.json`\n")
+    assert f"| torch | `{old}` | `2.99.0` |" in markdown
+    assert "| `test_suite.py::test_steps` | recompiles 0 -> 2 (+2)<br>f: recompiles" in markdown
+
+    assert main(["compare", "base.json", "newer.json", "--format=json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["environment"] == [{"field": "torch", "base": old, "head": "2.99.0"}]
+    assert document["failed"] == ["recompiles", "graph-breaks"]
+    steps = next(t for t in document["tests"] if t["nodeid"] == "test_suite.py::test_steps")
+    assert {"measure": "recompiles", "function": None, "base": 0, "head": 2}.items() <= steps[
+        "changes"
+    ][0].items()
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (None, "base.json: no such file"),
+        ("not json", "base.json: not valid JSON: Expecting value"),
+        ('{"schema": "pytest-recompile/report", "version": 1, "tests": [', "(truncated?)"),
+        ('{"tests": []}', "base.json: not a pytest-recompile report (expected a JSON object with"),
+        ("[1, 2]", "base.json: not a pytest-recompile report"),
+        (
+            json.dumps({"schema": "pytest-recompile/report", "version": REPORT_VERSION + 1}),
+            f"base.json: report schema version {REPORT_VERSION + 1} (a newer pytest-recompile "
+            f"wrote it); this pytest-recompile reads version {REPORT_VERSION}",
+        ),
+        (
+            json.dumps(
+                {"schema": "pytest-recompile/report", "version": REPORT_VERSION, "tests": 3}
+            ),
+            'base.json: "tests" is not a list of tests with a "nodeid"',
+        ),
+    ],
+    ids=["missing", "not-json", "truncated", "not-a-report", "a-list", "newer-schema", "no-tests"],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    content: str | None,
+    said: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    if content is not None:
+        (tmp_path / "base.json").write_text(content)
+    (tmp_path / "head.json").write_text(
+        json.dumps({"schema": "pytest-recompile/report", "version": REPORT_VERSION, "tests": []})
+    )
+    assert main(["compare", "base.json", "head.json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.splitlines()) == 1
+    assert captured.err.startswith("pytest-recompile compare: ")
+    assert said in captured.err
+
+
+@pytest.mark.subprocess
+def test_the_console_script_and_python_m(reports: Path) -> None:
+    script = shutil.which("pytest-recompile", path=str(Path(sys.executable).parent))
+    assert script is not None, "the console script is installed beside the Python"
+    for command in ([script], [sys.executable, "-m", "pytest_recompile"]):
+        done = subprocess.run(
+            [*command, "compare", "base.json", "head.json"],
+            capture_output=True,
+            text=True,
+            cwd=reports,
+            check=False,
+        )
+        assert done.returncode == 1, done.stderr
+        assert done.stdout.startswith("pytest-recompile compare: base.json -> head.json\n")
+    # It runs where neither torch nor pytest is imported: a CI step of a fraction of a second.
+    timed = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "pytest_recompile",
+            "compare",
+            "base.json",
+            "head.json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=reports,
+        check=False,
+    )
+    imported = {line.rpartition("|")[2].strip() for line in timed.stderr.splitlines()}
+    assert "pytest_recompile.reports.compare" in imported
+    assert not {"torch", "pytest", "_pytest"} & imported
