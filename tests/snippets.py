@@ -40,6 +40,13 @@ def f(x):
 # its env), and each run loads by entry-point name what it uses (inner_args).
 AUTOLOAD_OFF = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
+# What torch says of the line that read a failing guard's value (probed on each release, see
+# docs/compatibility.md): nothing on 2.7 and 2.8; the comment beside the guard on 2.9 and 2.10
+# (the plugin uses it where it names the compiled function's own file); the comment and a
+# "User stack trace" from 2.11 on.
+_RELEASE = versions.version_tuple(versions.torch_version() or "0")
+GUARD_LINES = "stack" if _RELEASE >= (2, 11) else "comment" if _RELEASE >= (2, 9) else None
+
 
 def inner_args(*args: str) -> list[str]:
     """The arguments of an inner pytest run whose environment has AUTOLOAD_OFF: this plugin by
