@@ -355,7 +355,7 @@ class BaselineDocument(TypedDict):
 
     schema: str
     version: int
-    environment: Environment
+    environment: ReportEnvironment
     tests: dict[str, BaselineTest]
 
 

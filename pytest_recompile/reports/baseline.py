@@ -139,9 +139,10 @@ def baseline_document(
                 "guards": guards,
                 "values": {name: sorted(found) for name, found in values.items()},
             }
+    devices = sorted({data["device"] for data in results.values() if data["device"]})
     return {
         "schema": BASELINE_SCHEMA,
         "version": BASELINE_VERSION,
-        "environment": environment,
+        "environment": {**environment, "devices": devices},
         "tests": tests,
     }

@@ -32,7 +32,15 @@ MEASURES = (
 DEFAULT_FAIL_ON = ("recompiles", "graph-breaks", "limit-hits")
 DEFAULT_SECONDS = 1.0  # a change in compile seconds smaller than this is not shown
 FORMATS = ("text", "markdown", "json")
-ENVIRONMENT = ("torch", "torch_build", "python", "pytest", "pytest_recompile", "platform")
+ENVIRONMENT = (
+    "torch",
+    "torch_build",
+    "python",
+    "pytest",
+    "pytest_recompile",
+    "platform",
+    "devices",
+)
 COMPARE_SCHEMA = "pytest-recompile/compare"
 
 
@@ -310,6 +318,11 @@ def _amounts(totals: dict[str, tuple[float, int]], word: str) -> str:
     return ", ".join(shown)
 
 
+def _shown(value: Any) -> Any:
+    """An environment value as the comparison prints it (a list of devices joined)."""
+    return ", ".join(map(str, value)) if isinstance(value, list) else value
+
+
 def compare(
     base: dict[str, Any],
     head: dict[str, Any],
@@ -321,7 +334,7 @@ def compare(
 ) -> Comparison:
     base_env, head_env = base.get("environment") or {}, head.get("environment") or {}
     environment = [
-        (key, base_env.get(key), head_env.get(key))
+        (key, _shown(base_env.get(key)), _shown(head_env.get(key)))
         for key in ENVIRONMENT
         if base_env.get(key) != head_env.get(key)
     ]

@@ -97,6 +97,8 @@ def test_a_baseline_from_another_torch_says_so(
         f"cuda {torch.version.cuda}" if torch.version.cuda else "cpu"
     )
     assert data["environment"]["python"] == platform.python_version()
+    if not torch.cuda.is_available():
+        assert data["environment"]["devices"] == ["cpu"]
 
     monkeypatch.setenv("STEPS", "5")
     same_torch = pytester.runpytest(
