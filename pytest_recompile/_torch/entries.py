@@ -243,7 +243,8 @@ def _guard(entry: KeptEntry, offered: Offer | None) -> None:
     answer = _Answer(weakref.ref(offered) if offered is not None else None)
     describe = getattr(dynamo_guards, "describe_backend", repr)
     mismatch = f"{BACKEND_MISMATCH} {describe(entry.backend)}, the kept entry's"
-    add(_answers(entry, answer), [mismatch], None)
+    stack = (None,) if versions.epilogue_guard_arguments() >= 3 else ()  # 2.9: no user stack
+    add(_answers(entry, answer), [mismatch], *stack)
     _ANSWERS[entry.guard_manager] = answer
 
 

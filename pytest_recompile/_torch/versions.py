@@ -193,6 +193,19 @@ def can_reuse_compiles() -> bool:
 
 
 @functools.cache
+def epilogue_guard_arguments() -> int:
+    """How many arguments ``RootGuardManager.add_epilogue_lambda_guard`` takes after self:
+    3 on 2.13 (the guard, its verbose code parts, a user stack), 2 on 2.9.1 (no stack). Read
+    from the pybind signature in its docstring (``arg0: object, ...``); 3 where it is unread."""
+    import torch._C._dynamo.guards as guards
+
+    method = getattr(guards.RootGuardManager, "add_epilogue_lambda_guard", None)
+    signature = (getattr(method, "__doc__", None) or "").split(")", 1)[0]
+    found = len(re.findall(r"\barg\d+:", signature))
+    return found or 3
+
+
+@functools.cache
 def reuses_where_it_keeps() -> bool:
     """No reuse to miss: this torch reuses, or keeps no single entries at all (its full reset
     is told by the isolation line)."""

@@ -282,3 +282,26 @@ def test_the_installed_build_is_this_processs_torch() -> None:
 
     expected = f"cuda {torch.version.cuda}" if torch.version.cuda else "cpu"
     assert versions.torch_build() == expected
+
+
+def test_the_epilogue_guard_signature_is_probed_from_its_docstring(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """2.9's ``add_epilogue_lambda_guard`` takes no user stack; kept entries' backend guard is
+    added with the arguments this torch's signature names."""
+    import torch._C._dynamo.guards as guards
+
+    assert versions.epilogue_guard_arguments() in (2, 3)
+
+    class Older:
+        def add_epilogue_lambda_guard(self, *args: object) -> None:
+            """add_epilogue_lambda_guard(self: torch._C._dynamo.guards.RootGuardManager, arg0:
+            object, arg1: object) -> None"""
+
+    monkeypatch.setattr(guards, "RootGuardManager", Older)
+    versions.epilogue_guard_arguments.cache_clear()
+    try:
+        assert versions.epilogue_guard_arguments() == 2
+    finally:
+        monkeypatch.undo()
+        versions.epilogue_guard_arguments.cache_clear()
