@@ -167,6 +167,15 @@ def pattern(line: str) -> str:
 
 
 _GUARD_COUNTS = re.compile(r"\d+")
+_GUARD_KINDS = re.compile(r" guards \(.*?; ")  # "54 guards (13 TYPE_MATCH, ..., 25 other; "
+
+
+def _guard_tree(line: str) -> str:
+    """A pasted ``guards`` line as any release words it: which kinds make up most of a guard
+    tree, and how many of each, are torch's."""
+    return _GUARD_COUNTS.sub("*", _GUARD_KINDS.sub(" guards (*; ", line))
+
+
 # What the plugin shows of the line that read a failing guard's value: a message's lines, its
 # annotation, and the Markdown summary's "Guard from" cell (the one before the seconds).
 _SITE = re.compile(r"^ +(guard from|in your code) |this line installed the guard")
@@ -188,8 +197,8 @@ def assert_pasted(block: Block, output: str, *, torch_wording: bool = False) -> 
     if torch_wording and not pasted_here:
         return
     patterns = [pattern(line) for line in block.output]
-    if not pasted_here:  # a guard tree's counts are torch's: the plugin's words still compared
-        patterns = [_GUARD_COUNTS.sub("*", p) if " guards" in p else p for p in patterns]
+    if not pasted_here:  # a guard tree's counts and kinds are torch's: the plugin's words still
+        patterns = [_guard_tree(p) if " guards" in p else p for p in patterns]  # compared
     if GUARD_LINES is None:  # torch names no line for a guard: the plugin shows none
         patterns = [_GUARD_LINE_CELL.sub("| * |", p) for p in patterns if not _SITE.search(p)]
     try:
