@@ -37,6 +37,11 @@ def test_breaks():
 
 def test_only_in_base():
     f(torch.ones(4))
+
+
+def test_limit():
+    for n in range(1, 4):
+        f(torch.ones(5))
 """
 
 # The branch: f reads the step counter (a recompile per step) and breaks its graph in one test.
@@ -70,6 +75,17 @@ def test_breaks():
 
 def test_only_in_head():
     f(torch.ones(4))
+
+
+@torch.compile(backend="eager", dynamic=False)
+def h(x):
+    return x * 3
+
+
+def test_limit():  # the branch: a new length per call, under a low limit
+    with torch._dynamo.config.patch(recompile_limit=2):
+        for n in range(1, 4):
+            h(torch.ones(n))
 """
 
 
@@ -84,7 +100,8 @@ def reports(run, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> 
             "--recompile-mode=report-only",
             f"--recompile-report={name}.json",
         )
-        pytester.runpytest(*inner_args(*args, "-p", "no:randomly")).assert_outcomes(passed=3)
+        result = pytester.runpytest(*inner_args(*args, "-p", "no:randomly"))
+        result.assert_outcomes(passed=4)
         if "torch._dynamo" in sys.modules:
             sys.modules["torch._dynamo"].reset()
     monkeypatch.chdir(pytester.path)
@@ -109,16 +126,20 @@ def test_what_a_branch_changed(reports: Path, capsys: pytest.CaptureFixture[str]
     assert "only in base.json: test_suite.py::test_only_in_base" in out
     assert "only in head.json: test_suite.py::test_only_in_head" in out
     verdict = out.splitlines()[-1]
-    assert verdict.startswith("verdict: HEAD is worse: 2 more recompiles (1 test), ")
+    assert verdict.startswith("verdict: HEAD is worse: 3 more recompiles (2 tests), ")
     assert "1 more graph break (1 test)" in verdict
+    limit = out.split("test_suite.py::test_limit\n")[1]
+    assert "  h: recompiles 0 -> 1 (+1; failing guards: TENSOR_MATCH(size))" in limit
+    assert ", limit hits 0 -> 1 (+1)" in limit
+    assert "1 more recompile_limit hit (1 test)" in verdict
     assert verdict.endswith("; 2 tests in one run only")
 
-    # The other way: better on what fails by default (test_breaks' f has one entry where g
-    # and its resume function had two, so the base holds one more cache entry there).
+    # The other way: better on what fails by default, worse on cache entries only (in
+    # test_breaks and test_limit, base's f holds an entry where the branch calls g or h).
     assert main(["compare", "head.json", "base.json"]) == 0
     back = capsys.readouterr().out.splitlines()[-1]
     assert back.startswith("verdict: HEAD is worse where --fail-on does not look: ")
-    assert "; better: 2 fewer recompiles (1 test), " in back
+    assert "; better: 3 fewer recompiles (2 tests), " in back
 
     assert main(["compare", "base.json", "base.json"]) == 0
     assert capsys.readouterr().out.splitlines() == [
@@ -128,10 +149,12 @@ def test_what_a_branch_changed(reports: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_fail_on_names_what_fails(reports: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["compare", "base.json", "head.json", "--fail-on", "limit-hits"]) == 0
+    # compile seconds: the branch's changed by less than --seconds, so not worse on them
+    assert main(["compare", "base.json", "head.json", "--fail-on", "compile-seconds"]) == 0
     out = capsys.readouterr().out
-    assert "verdict: HEAD is worse where --fail-on does not look: 2 more recompiles" in out
+    assert "verdict: HEAD is worse where --fail-on does not look: 3 more recompiles" in out
     assert main(["compare", "base.json", "head.json", "--fail-on=graph-breaks"]) == 1
+    assert main(["compare", "base.json", "head.json", "--fail-on=limit-hits"]) == 1
     with pytest.raises(SystemExit) as exit_:
         main(["compare", "base.json", "head.json", "--fail-on", "recompile"])
     assert exit_.value.code == 2
@@ -159,7 +182,7 @@ def test_environment_first_and_other_formats(
     assert main(["compare", "base.json", "newer.json", "--format=json"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert document["environment"] == [{"field": "torch", "base": old, "head": "2.99.0"}]
-    assert document["failed"] == ["recompiles", "graph-breaks"]
+    assert document["failed"] == ["recompiles", "graph-breaks", "limit-hits"]
     steps = next(t for t in document["tests"] if t["nodeid"] == "test_suite.py::test_steps")
     assert {"measure": "recompiles", "function": None, "base": 0, "head": 2}.items() <= steps[
         "changes"
