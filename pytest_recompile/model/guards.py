@@ -190,7 +190,7 @@ _ALIAS = re.compile(r"^(?P<source>\S+) is (?:not )?(?P<other>\S+)$")
 _CALL_SOURCE = re.compile(r"\((?P<source>.+?), \d+\)")
 
 
-# torch's "User stack trace" block (2.10 and newer; see docs/compatibility.md): the frames from
+# torch's "User stack trace" block (2.11 and newer; see docs/compatibility.md): the frames from
 # the compiled function to the line that read the guarded value, outermost first, full paths.
 _FRAME = re.compile(r'^  File "(?P<file>.+)", line (?P<line>\d+), in (?P<function>.+)$')
 # The comment torch puts beside a guard's code: `  # the user's line  # file:line in function`

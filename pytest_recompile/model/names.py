@@ -1,4 +1,5 @@
-"""Names, forms and messages shared by every layer of the plugin: plain strings, cheap to import."""
+"""Names, forms and messages shared by every layer of the plugin: plain strings, cheap to import,
+and :func:`relative`, the one way every layer shows a path."""
 
 from __future__ import annotations
 

@@ -271,7 +271,7 @@ class Environment(TypedDict):
     pytest_recompile: str
     pytest: str
     torch: str | None
-    torch_build: str | None  # "cpu", "cuda 12.8", "rocm 6.2"; None: torch never imported
+    torch_build: str | None  # "cpu", "cuda 12.8", "rocm 6.2"; None: torch not installed
     python: str
     platform: str
 
