@@ -55,13 +55,13 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _cell(text: str) -> str:
+def md_cell(text: str) -> str:
     """Text for a table cell: one line, ``|`` escaped, ``<`` too (GitHub drops what looks
     like an HTML tag, such as ``<locals>``); ``—`` when empty."""
     return _one_line(text).replace("<", "&lt;") or "—"
 
 
-def _code(text: str) -> str:
+def md_code(text: str) -> str:
     """Inline code for a cell, fenced by more backticks than the text holds in a row;
     ``—`` when empty."""
     text = _one_line(text)
@@ -110,18 +110,18 @@ def _broken_rows(results: Results, root: str) -> list[str]:
         for fn, where in offenders:
             limit = " (hit recompile_limit)" if fn["recompile_limit"] else ""
             rows.append(
-                f"| {_code(nodeid)} | {_code(fn['qualname'])}{where} "
-                f"{_code(relative(fn['file'], root) + ':' + str(fn['line']))} | "
-                f"{len(fn['recompiles'])}{limit} | {_cell(_rules(data))} | "
-                f"{_cell(failed_kinds(fn))} | {_code(first_guard(fn, actual=True) or '')} | "
-                f"{_code(_guard_site(fn, root))} | {fn['recompile_seconds']:.2f} |"
+                f"| {md_code(nodeid)} | {md_code(fn['qualname'])}{where} "
+                f"{md_code(relative(fn['file'], root) + ':' + str(fn['line']))} | "
+                f"{len(fn['recompiles'])}{limit} | {md_cell(_rules(data))} | "
+                f"{md_cell(failed_kinds(fn))} | {md_code(first_guard(fn, actual=True) or '')} | "
+                f"{md_code(_guard_site(fn, root))} | {fn['recompile_seconds']:.2f} |"
             )
         # a warm block, graph breaks, CUDA-graph re-records: no function; too many guards
         for v in data["violations"]:
             if not offenders or v["kind"] in ("guards", "new_guards"):
                 rows.append(
-                    f"| {_code(nodeid)} | — | {data['recompiles']} | {_cell(_rules(data))} | "
-                    f"{_cell(v['kind'])} | {_cell(v['message'])} | — | "
+                    f"| {md_code(nodeid)} | — | {data['recompiles']} | {md_cell(_rules(data))} | "
+                    f"{md_cell(v['kind'])} | {md_cell(v['message'])} | — | "
                     f"{data['recompile_seconds']:.2f} |"
                 )
     return rows
@@ -147,8 +147,8 @@ def _guard_rows(results: Results, root: str) -> list[str]:
                 most[key] = (count, "" if latency is None else f"{latency:g}", nodeid)
     ranked = sorted(most.items(), key=lambda item: (-item[1][0], item[0]))
     return [
-        f"| {_code(name)} | {_code(relative(file, root) + ':' + str(line))} | {count} | "
-        f"{latency} | {_code(nodeid)} |"
+        f"| {md_code(name)} | {md_code(relative(file, root) + ':' + str(line))} | {count} | "
+        f"{latency} | {md_code(nodeid)} |"
         for (name, file, line), (count, latency, nodeid) in ranked[:TOP_FUNCTIONS]
     ]
 
@@ -168,7 +168,7 @@ def _function_rows(results: Results, root: str) -> list[str]:
                 ]
     ranked = sorted(totals.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
     return [
-        f"| {_code(name)} | {_code(relative(file, root) + ':' + str(line))} | {int(count)} | "
+        f"| {md_code(name)} | {md_code(relative(file, root) + ':' + str(line))} | {int(count)} | "
         f"{int(tests)} | {seconds:.2f} |"
         for (name, file, line), (seconds, count, tests) in ranked[:TOP_FUNCTIONS]
     ]
@@ -176,7 +176,8 @@ def _function_rows(results: Results, root: str) -> list[str]:
 
 def _tighten_rows(results: Results) -> list[str]:
     return [
-        f"- {_code(nodeid)}: {plural(per_process(data), 'recompile')}, baseline {data['baseline']}"
+        f"- {md_code(nodeid)}: {plural(per_process(data), 'recompile')}, "
+        f"baseline {data['baseline']}"
         for nodeid, (_, data) in sorted(results.items())
         if below_baseline(data)
     ]
@@ -195,9 +196,9 @@ def markdown_summary(
     the baseline entries to tighten. At most ``limit`` bytes (UTF-8): rows past it are left
     out, with a line saying how many. ``enforced=False`` (report-only): tests "would have
     broken" the gate."""
-    head = [f"## {TITLE}", "", f"**{_cell(totals)}**", ""]
+    head = [f"## {TITLE}", "", f"**{md_cell(totals)}**", ""]
     if incomplete is not None:
-        head += [f"> **Warning:** {INCOMPLETE}: {_cell(incomplete[:300])}.", ""]
+        head += [f"> **Warning:** {INCOMPLETE}: {md_cell(incomplete[:300])}.", ""]
     broke = "broke" if enforced else "would have broken"
     sections = [
         (

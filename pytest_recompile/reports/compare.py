@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.messages import plural
+from .ci import md_cell, md_code
 from .json_report import REPORT_SCHEMA, REPORT_VERSION
 
 # The measures, as --fail-on names them, in the order a test's changes are shown.
@@ -395,18 +396,10 @@ def text(comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _code(value: str) -> str:
-    return "`" + _cell(value.replace("`", "'")) + "`"
-
-
-def _cell(value: str) -> str:
-    return value.replace("|", "\\|")
-
-
 def markdown(comparison: Comparison) -> str:
     lines = [
         "## torch.compile recompiles: "
-        f"{_code(comparison.base_path)} -> {_code(comparison.head_path)}",
+        f"{md_code(comparison.base_path)} -> {md_code(comparison.head_path)}",
         "",
         f"**{comparison.verdict()}**",
         "",
@@ -414,7 +407,7 @@ def markdown(comparison: Comparison) -> str:
     if comparison.environment:
         lines += ["| Environment | Base | Head |", "|---|---|---|"]
         lines += [
-            f"| {key} | {_code(str(old))} | {_code(str(new))} |"
+            f"| {key} | {md_code(str(old))} | {md_code(str(new))} |"
             for key, old, new in comparison.environment
         ]
         lines.append("")
@@ -422,7 +415,7 @@ def markdown(comparison: Comparison) -> str:
     if tests:
         lines += ["| Test | What changed |", "|---|---|"]
         lines += [
-            f"| {_code(nodeid)} | {'<br>'.join(map(_cell, shown))} |" for nodeid, shown in tests
+            f"| {md_code(nodeid)} | {'<br>'.join(map(md_cell, shown))} |" for nodeid, shown in tests
         ]
         lines.append("")
     for path, nodeids in (
@@ -430,7 +423,7 @@ def markdown(comparison: Comparison) -> str:
         (comparison.head_path, comparison.only_head),
     ):
         if nodeids:
-            lines.append(f"Only in {_code(path)}: " + ", ".join(_code(n) for n in nodeids))
+            lines.append(f"Only in {md_code(path)}: " + ", ".join(md_code(n) for n in nodeids))
             lines.append("")
     return "\n".join(lines)
 
