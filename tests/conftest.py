@@ -58,11 +58,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _not_on_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
+def _not_the_ci_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The inner runs of this suite are not the CI job's: when the suite itself runs on
     GitHub Actions, they must neither annotate its pull request nor append to its job
-    summary (the tests of those outputs set the variables themselves)."""
-    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):
+    summary (the tests of those outputs set the variables themselves). Nor may pytest's own
+    CI detection (``CI``, ``BUILD_NUMBER``) reach them: on CI it prints each failure's whole
+    message in the short summary, so an inner run's output would differ from a laptop's."""
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "CI", "BUILD_NUMBER"):
         monkeypatch.delenv(name, raising=False)
 
 
