@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,8 +26,14 @@ RUN_KEY: pytest.StashKey[TestRun] = pytest.StashKey()  # the gate's, per test it
 BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
 
 
-@dataclass(frozen=True)
 class Settings:
+    """One run's options, read and checked once. Frozen: ``replace`` makes a changed copy.
+
+    A plain class rather than a dataclass: every pytest run with the plugin installed builds
+    this class, asked for or not, and building a frozen dataclass of these fields costs about
+    8 M instructions, a third of the plugin's whole start-up cost (benchmark 1). The class
+    attributes are the defaults; an instance holds what differs."""
+
     default: Rule[int] | None = None  # every test's budget; None: only marked tests are gated
     mode: str = "fail-fast"
     keep_caches: bool = False
@@ -35,9 +42,9 @@ class Settings:
     report_md: str | None = None  # where the Markdown summary goes
     github: bool = False  # GitHub Actions annotations and job summary
     baseline: str | None = None  # the baseline file
-    baseline_counts: dict[str, int] = field(default_factory=dict)  # nodeid -> recompiles
+    baseline_counts: Mapping[str, int] = MappingProxyType({})  # nodeid -> recompiles
     # nodeid -> function -> its most guards and its guards on the user's values
-    baseline_guards: dict[str, dict[str, GuardBaseline]] = field(default_factory=dict)
+    baseline_guards: Mapping[str, Mapping[str, GuardBaseline]] = MappingProxyType({})
     baseline_update: bool = False  # write the baseline from this run instead of comparing
     # "baseline from torch 2.14.1; this run 2.15.0" when the baseline was taken on another torch
     baseline_note: str | None = None
@@ -45,6 +52,23 @@ class Settings:
     max_guards: Rule[int] | None = None  # every gated test's guards per cache entry
     durations: int | None = None  # --recompile-durations=N: list the N slowest (0: all)
     trace: str | None = None  # where the structured traces of tests that broke the gate go
+
+    def __init__(self, **values: Any) -> None:
+        unknown = set(values) - set(Settings.__annotations__)
+        if unknown:
+            raise TypeError(f"Settings has no {', '.join(sorted(unknown))}")
+        self.__dict__.update(values)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Settings are frozen: use replace(), not .{name} = ...")
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` (as ``dataclasses.replace``)."""
+        return Settings(**{**self.__dict__, **changes})
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in Settings.__annotations__)
+        return f"Settings({shown})"
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -68,7 +92,7 @@ class Settings:
             github=_github(config),
             durations=_durations(config),
         )
-        return _with_files(config, replace(settings, trace=_trace_dir(config)))
+        return _with_files(config, settings.replace(trace=_trace_dir(config)))
 
     @property
     def gates_every_test(self) -> bool:
@@ -203,13 +227,12 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
             check_writable(report, f"{PREFIX} {report_from}")
         if report_md is not None:
             check_writable(report_md, f"{PREFIX} {report_md_from}")
-        settings = replace(settings, report=report, report_md=report_md, baseline=baseline)
+        settings = settings.replace(report=report, report_md=report_md, baseline=baseline)
         if not update:
             if baseline is None:
                 return settings
             found = read_baseline(baseline, f"{PREFIX} {baseline_from}")
-            return replace(
-                settings,
+            return settings.replace(
                 baseline_counts=found.counts,
                 baseline_guards=found.guards,
                 baseline_note=_other_torch(found.torch),
@@ -224,7 +247,7 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
         from .model.budget import Rule
 
         default = settings.default or Rule(0, "--recompile-baseline-update")
-        return replace(settings, mode="report-only", default=default, baseline_update=True)
+        return settings.replace(mode="report-only", default=default, baseline_update=True)
     except OutputFileError as exc:  # a BaselineError too
         raise pytest.UsageError(str(exc)) from None
 
@@ -283,3 +306,4 @@ def budget_option(text: str) -> int:
         return parse_count_text(text, f"{PREFIX} --recompile-budget")
     except BudgetError as exc:
         raise argparse.ArgumentTypeError(f"{exc}; {BARE_FLAG_HINT}") from None
+
