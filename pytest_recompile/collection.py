@@ -60,8 +60,8 @@ def marker_errors(items: Iterable[pytest.Item], settings: Settings) -> list[str]
 
 def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
     """Stash each test's budget; True if any test is gated. Bad markers were collection
-    errors already (:class:`pytest_recompile.plugin.MarkerCheck`); one a plugin added since
-    is a usage error."""
+    errors already (:func:`pytest_recompile.plugin.pytest_make_collect_report`); one a
+    plugin added since is a usage error."""
     errors = marker_errors(items, settings)
     if errors:
         raise pytest.UsageError("\n".join(errors))

@@ -24,15 +24,18 @@ from .model.names import (
     PROCESS_MODES,
     relative,
 )
-from .options import (
+from .settings import (
+    BARE_FLAG_HINT,
+    RUN_KEY,
+    SETTINGS_KEY,
+    Settings,
     add_budget_ini,
     add_choice_option,
     add_durations_option,
     add_max_guards_option,
     add_path_option,
+    budget_option,
 )
-from .settings import BARE_FLAG_HINT, RUN_KEY, SETTINGS_KEY, Settings, budget_option
-from .warning_types import RecompileMarkerIgnored, warn_at
 
 if TYPE_CHECKING:
     from .recording.tracker import RecompileTracker
@@ -144,16 +147,16 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKER_LINES:
         config.addinivalue_line("markers", line)
     settings = config.stash[SETTINGS_KEY] = Settings.from_config(config)
-    config.pluginmanager.register(MarkerCheck(settings), "recompile-marker-check")
     if settings.gates_every_test:
         register_gate(config, settings)
     else:
-        register_scan(config, settings)
+        register_summary_if_needed(config, settings)
 
 
-def register_scan(config: pytest.Config, settings: Settings) -> None:
-    """No default budget: the gate waits for collection to find a marked test."""
-    config.pluginmanager.register(MarkerScan(settings), "recompile-scan")
+def register_summary_if_needed(config: pytest.Config, settings: Settings) -> None:
+    """No default budget: the gate waits for collection to find a marked test
+    (:func:`pytest_collection_modifyitems`); the summary is needed from the start where files
+    are written, durations listed, or xdist workers report to this controller."""
     worker = hasattr(config, "workerinput")
     xdist_controller = not worker and getattr(config.option, "dist", "no") != "no"
     if not worker and (xdist_controller or settings.writes_files or settings.durations is not None):
@@ -235,68 +238,71 @@ _NAMES = frozenset(MARKERS)
 def marked(nodes: Iterable[object]) -> Iterator[pytest.Item]:
     """The items among ``nodes`` that carry one of the plugin's markers, their own or a
     parent's (class, module, package). Each parent's markers are read once, not once per
-    item: this runs over every collected test, asked for or not."""
+    item: this runs over every collected test, asked for or not, so the common case (no
+    marker anywhere) costs two dict lookups a test and no generator."""
     inherited: dict[int, bool] = {}
     for node in nodes:
-        if not isinstance(node, pytest.Item):
-            continue
-        parent = node.parent
+        parent = getattr(node, "parent", None)
         found = inherited.get(id(parent))
         if found is None:
-            found = inherited[id(parent)] = parent is not None and any(
-                mark.name in _NAMES for mark in parent.iter_markers()
+            found = inherited[id(parent)] = parent is not None and not _NAMES.isdisjoint(
+                mark.name for mark in parent.iter_markers()
             )
-        if found or any(mark.name in _NAMES for mark in node.own_markers):
+        own = getattr(node, "own_markers", None)
+        if (found or (own and not _NAMES.isdisjoint(mark.name for mark in own))) and isinstance(
+            node, pytest.Item
+        ):
             yield node
 
 
-class MarkerCheck:
+# The marker hooks below are this module's own, not an object registered at configure: a
+# plugin registered costs pytest a scan of its attributes for hooks and fixtures (about 3 M
+# instructions each, benchmark 1), paid by every run with the plugin installed.
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
     """A malformed marker is a collection error of its module, as a bad import is: reported
     the moment the module is collected, before any test runs or torch is set up."""
+    report = yield
+    items = list(marked(report.result)) if report.passed else []
+    if items:
+        from .collection import marker_errors
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_make_collect_report(
-        self, collector: pytest.Collector
-    ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
-        report = yield
-        items = list(marked(report.result)) if report.passed else []
-        errors = self.errors(items) if items else []
+        errors = marker_errors(items, collector.config.stash[SETTINGS_KEY])
         if errors:
             report.outcome = "failed"
             report.longrepr = "\n".join(errors)
             report.result = []
-        return report
+    return report
 
-    def errors(self, items: list[pytest.Item]) -> list[str]:
-        from .collection import marker_errors
 
-        return marker_errors(items, self.settings)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """pytest reads ``pytestmark`` in test modules only: one in a conftest.py gates
+    nothing. Say so once per file, with the two ways that do gate a directory."""
+    for plugin in session.config.pluginmanager.get_plugins():
+        path = str(getattr(plugin, "__file__", None) or "")
+        if os.path.basename(path) != "conftest.py":
+            continue
+        names = sorted({m.name for m in _marks_of(getattr(plugin, "pytestmark", ()))} & _NAMES)
+        if names:
+            from .warning_types import RecompileMarkerIgnored, warn_at
 
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """pytest reads ``pytestmark`` in test modules only: one in a conftest.py gates
-        nothing. Say so once per file, with the two ways that do gate a directory."""
-        for plugin in session.config.pluginmanager.get_plugins():
-            path = str(getattr(plugin, "__file__", None) or "")
-            if os.path.basename(path) != "conftest.py":
-                continue
-            names = sorted({m.name for m in _marks_of(getattr(plugin, "pytestmark", ()))} & _NAMES)
-            if names:
-                shown = relative(path, str(session.config.rootpath))
-                warn_at(
-                    RecompileMarkerIgnored(
-                        f"{PREFIX} pytestmark in {shown} carries "
-                        f"{', '.join(f'@pytest.mark.{n}' for n in names)}, which pytest never "
-                        "applies (it reads pytestmark in test modules only): no test is gated by "
-                        "it. To gate a directory, add the marker in that conftest's "
-                        "pytest_collection_modifyitems hook, or set the ini option "
-                        "recompile_budget for a run over that directory"
-                    ),
-                    path,
-                    _line_of(path, "pytestmark"),
-                )
+            shown = relative(path, str(session.config.rootpath))
+            warn_at(
+                RecompileMarkerIgnored(
+                    f"{PREFIX} pytestmark in {shown} carries "
+                    f"{', '.join(f'@pytest.mark.{n}' for n in names)}, which pytest never "
+                    "applies (it reads pytestmark in test modules only): no test is gated by "
+                    "it. To gate a directory, add the marker in that conftest's "
+                    "pytest_collection_modifyitems hook, or set the ini option "
+                    "recompile_budget for a run over that directory"
+                ),
+                path,
+                _line_of(path, "pytestmark"),
+            )
 
 
 def _marks_of(value: object) -> list[pytest.Mark]:
@@ -314,27 +320,29 @@ def _line_of(path: str, name: str) -> int:
         return 1
 
 
-class MarkerScan:
-    """Without a default budget: gate only if, after collection, some test has a marker."""
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a default budget: gate only if, after collection, some test has a marker (one
+    that another plugin's hook added included: this hook runs last)."""
+    settings = config.stash[SETTINGS_KEY]
+    if settings.gates_every_test:
+        return  # the gate is on since configure
+    uses = False
+    for item in items:  # a loop, not any(genexpr): this runs over every collected test
+        if "recompiles" in getattr(item, "fixturenames", ()):
+            uses = True
+            break
+    if gated(items, uses, settings) or uses:
+        register_gate(config, settings)
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(
-        self, config: pytest.Config, items: list[pytest.Item]
-    ) -> None:
-        uses = any("recompiles" in getattr(item, "fixturenames", ()) for item in items)
-        if self.gated(items, uses) or uses:
-            register_gate(config, self.settings)
+def gated(items: list[pytest.Item], uses: bool, settings: Settings) -> bool:
+    """Whether some test is gated. Every test's budget is stashed on it (once) whenever the
+    gate may run, so that one a plugin removed a marker from since is not gated."""
+    if next(marked(items), None) is None and not (
+        settings.baseline_counts or settings.baseline_guards or uses
+    ):
+        return False
+    from .collection import assign_budgets
 
-    def gated(self, items: list[pytest.Item], uses: bool) -> bool:
-        """Whether some test is gated. Every test's budget is stashed on it (once) whenever the
-        gate may run, so that one a plugin removed a marker from since is not gated."""
-        if next(marked(items), None) is None and not (
-            self.settings.baseline_counts or self.settings.baseline_guards or uses
-        ):
-            return False
-        from .collection import assign_budgets
-
-        return assign_budgets(items, self.settings)
+    return assign_budgets(items, settings)

@@ -82,7 +82,7 @@ def test_no_torch_import_without_flag_ini_or_marker(pytester: pytest.Pytester) -
 
         def test_inert(pytestconfig):
             assert "torch" not in sys.modules
-            assert pytestconfig.pluginmanager.has_plugin("recompile-scan")
+            assert pytestconfig.pluginmanager.has_plugin("recompile")
             assert not pytestconfig.pluginmanager.has_plugin("recompile-gate")
         """
     )
