@@ -187,6 +187,32 @@ def test_sees_defaults():
     result.stdout.fnmatch_lines(["*RecompileStateLeak: * test_it.py::test_leaks left *"])
 
 
+def test_a_config_container_changed_in_place_is_restored(run) -> None:
+    """torch's cached read of its config holds a copy of each container taken when the key
+    was set: a test that adds to one in place (as torch's docs show for
+    ``reorderable_logging_functions``) changes what later tests trace, and must be seen and
+    undone, or the next test's verdict depends on running after it."""
+    result = run(
+        """
+def test_adds_print():
+    torch._dynamo.config.reorderable_logging_functions.add(print)
+
+def test_after():
+    assert print not in torch._dynamo.config.reorderable_logging_functions
+""",
+        "--recompile-budget",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*RecompileStateLeak: * test_it.py::test_adds_print left "
+            "torch._dynamo.config.reorderable_logging_functions=*print* behind*"
+        ]
+    )
+
+
 def test_one_graph_break_site_inside_an_inlined_call_is_one_break(run) -> None:
     result = run(
         """

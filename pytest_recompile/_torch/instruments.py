@@ -157,16 +157,61 @@ def compile_state() -> CompileState:
 
 
 def config_values() -> dict[str, Any]:
-    """Dynamo's config as it is now: each value, containers copied one level (a test that
-    adds to ``reorderable_logging_functions`` changed it). torch caches the dict it reads
-    for this (2.6+), so a test that changes nothing costs tens of microseconds, not the
+    """Dynamo's config as it is now, to keep: each value, containers copied one level (a
+    test that adds to ``reorderable_logging_functions`` changed it). torch caches the dict it
+    reads for this (2.6+), so a gated test's snapshot costs about 15 microseconds, not the
     deep copy of every value ``get_config_copy`` makes."""
+    found = _config_now()
+    if not _caches_config_reads():
+        return found  # get_config_copy's deep copy already
+    copied = dict(found)
+    for key, value in found.items():  # type checks first: most values are scalars
+        if type(value) not in _SCALARS and isinstance(value, (list, dict, set)):
+            copied[key] = value.copy()
+    return copied
+
+
+_SCALARS = frozenset({bool, int, float, str, type(None)})  # most of the config: nothing to copy
+
+
+def _config_now() -> dict[str, Any]:
+    """Dynamo's config as it is now, without copying its containers: to compare with a
+    snapshot, not to keep.
+
+    torch's cached read holds a deep copy of each container taken when the key was last
+    set, so a container changed in place (``config.reorderable_logging_functions.add(f)``)
+    is read from the config itself, as torch's own attribute read gives it."""
     import torch._dynamo.config as config
 
     if not _caches_config_reads():
         return dict(config.get_config_copy())
     found: dict[str, Any] = getattr(config, "_get_dict")(readonly_values=True)  # noqa: B009
-    return {k: v.copy() if isinstance(v, (list, dict, set)) else v for k, v in found.items()}
+    entries = getattr(config, "_config", {})
+    unset = _unset()
+    for key, value in found.items():
+        if type(value) not in _SCALARS and isinstance(value, (list, dict, set)):
+            found[key] = _live_override(entries.get(key), value, unset)
+    return found
+
+
+def _live_override(entry: Any, cached: Any, unset: object) -> Any:
+    """The value a read of the config key gives now where the user set or read it (torch
+    keeps it as the key's override), else ``cached``; never a read that warns or copies."""
+    override = getattr(entry, "user_override", None)
+    if unset is None or override is None or not hasattr(override, "get"):
+        return cached
+    if getattr(entry, "env_value_force", unset) is not unset:
+        return cached  # the environment forces the value: torch reads that, not the override
+    value = override.get()
+    return cached if value is unset else value
+
+
+@functools.cache
+def _unset() -> object:
+    """torch's marker of a config key the user never set (None where it has none)."""
+    from torch.utils import _config_module
+
+    return getattr(_config_module, "_UNSET_SENTINEL", None)
 
 
 @functools.cache
@@ -208,7 +253,7 @@ def restore_compile_state(saved: CompileState) -> list[str]:
     if eval_frame._stance != saved.stance:
         changed.append(f"stance {eval_frame._stance.stance!r}")
         eval_frame._set_stance(saved.stance)
-    now = config_values()
+    now = _config_now()
     differing = {k: v for k, v in saved.config.items() if now.get(k) != v}
     if differing:
         changed += [f"torch._dynamo.config.{k}={now.get(k)!r}" for k in sorted(differing)]
