@@ -6,6 +6,8 @@ cost (issue 24, items 9-16)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from snippets import DOUBLE, REVERSE_CONFTEST, assert_totals, keeps_entries, read_json
 
@@ -296,8 +298,12 @@ def test_b(warmed):
     result.assert_outcomes(passed=1, failed=2)
     lines = [line for line in result.stdout.lines if line.startswith(f"{PREFIX} 1 recompile")]
     assert len(lines) == 2
-    for line in lines:
-        assert "Cached backend: _TorchCompileWrapper(compiler='eager', dynamic=None)" in line
-        assert "New backend: _TorchCompileWrapper(compiler='eager', dynamic=True)" in line
+    # The same verdict, worded the same, in either order (2.10 names each backend by its
+    # address, which differs between the two tests; 2.13 by its compiler and dynamic).
+    assert re.sub(" at 0x[0-9a-f]+", "", lines[0]) == re.sub(" at 0x[0-9a-f]+", "", lines[1])
+    assert "BACKEND_MATCH" in lines[0]
+    if "_TorchCompileWrapper(" in lines[0]:
+        assert "Cached backend: _TorchCompileWrapper(compiler='eager', dynamic=None)" in lines[0]
+        assert "New backend: _TorchCompileWrapper(compiler='eager', dynamic=True)" in lines[0]
     assert "the kept entry's" not in result.stdout.str()
     assert "cache entries: 0" not in result.stdout.str()

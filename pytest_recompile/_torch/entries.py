@@ -4,6 +4,7 @@ automatic-dynamic state, and resetting every cache."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import threading
 import weakref
@@ -324,28 +325,45 @@ def kept_reasons(kept: tuple[KeptEntry, ...], user_frame: Any, compiler_fn: Any)
     )
 
 
-# torch's words (2.12+) for an entry made for another backend, which the kept entry's epilogue
-# guard cannot give: it knows its own backend, not the call's.
+# torch's words for an entry made for another backend, which the kept entry's epilogue guard
+# cannot give: it knows its own backend, not the call's. torch names both backends in them
+# (2.13, 2.15); 2.10 names neither.
 _TORCH_BACKEND_REASON = (
-    "BACKEND_MATCH failure: torch.compile detected different backend callables."
-    " Cached backend: {cached}. New backend: {new}."
+    "BACKEND_MATCH failure: torch.compile detected different backend callables.{names}"
     " If this is unexpected, wrap your backend in functools.partial (or reuse the"
     " same cached backend) to avoid creating a new backend function each time."
     " More details: https://github.com/pytorch/pytorch/issues/168373"
 )
+_TORCH_BACKEND_NAMES = " Cached backend: {cached}. New backend: {new}."
 
 
 def _as_torch_words(reason: str, entry: KeptEntry, compiler_fn: Any) -> str:
-    """A kept entry's backend failure, named with both backends as torch names it for an
-    entry of its own list, so that a test reads the same whichever list held the entry."""
+    """A kept entry's backend failure, worded as torch words it for an entry of its own list
+    (both backends named where torch names them), so that a test reads the same whichever
+    list held the entry."""
     head, found, _ = reason.partition(BACKEND_MISMATCH)
     if not found or entry.backend is None:
         return reason
+    names = ""
+    if _names_backends():
+        import torch._dynamo.guards as dynamo_guards
+
+        describe = getattr(dynamo_guards, "describe_backend", repr)
+        new = backends.innermost_backend(compiler_fn)
+        names = _TORCH_BACKEND_NAMES.format(cached=describe(entry.backend), new=describe(new))
+    return head + _TORCH_BACKEND_REASON.format(names=names)
+
+
+@functools.cache
+def _names_backends() -> bool:
+    """Whether this torch's own BACKEND_MATCH reason names the two backends: read once from
+    the source of the module that words it."""
     import torch._dynamo.guards as dynamo_guards
 
-    describe = getattr(dynamo_guards, "describe_backend", repr)
-    new = backends.innermost_backend(compiler_fn)
-    return head + _TORCH_BACKEND_REASON.format(cached=describe(entry.backend), new=describe(new))
+    try:
+        return "Cached backend:" in inspect.getsource(dynamo_guards)
+    except (OSError, TypeError):  # no source (a frozen or stripped install): the newer words
+        return True
 
 
 def recompiling(code: CodeType, reasons: tuple[str, ...]) -> None:
