@@ -159,24 +159,17 @@ def compile_state() -> CompileState:
 def config_values() -> dict[str, Any]:
     """Dynamo's config as it is now, to keep: each value, containers copied one level (a
     test that adds to ``reorderable_logging_functions`` changed it). torch caches the dict it
-    reads for this (2.6+), so a gated test's snapshot costs about 15 microseconds, not the
+    reads for this (2.6+), so a gated test's snapshot costs about 20 microseconds, not the
     deep copy of every value ``get_config_copy`` makes."""
-    found = _config_now()
-    if not _caches_config_reads():
-        return found  # get_config_copy's deep copy already
-    copied = dict(found)
-    for key, value in found.items():  # type checks first: most values are scalars
-        if type(value) not in _SCALARS and isinstance(value, (list, dict, set)):
-            copied[key] = value.copy()
-    return copied
+    return _config_now(copy=True)
 
 
 _SCALARS = frozenset({bool, int, float, str, type(None)})  # most of the config: nothing to copy
 
 
-def _config_now() -> dict[str, Any]:
-    """Dynamo's config as it is now, without copying its containers: to compare with a
-    snapshot, not to keep.
+def _config_now(copy: bool = False) -> dict[str, Any]:
+    """Dynamo's config as it is now; its containers copied one level where ``copy`` (to keep),
+    else as they are (to compare with a snapshot).
 
     torch's cached read holds a deep copy of each container taken when the key was last
     set, so a container changed in place (``config.reorderable_logging_functions.add(f)``)
@@ -184,13 +177,14 @@ def _config_now() -> dict[str, Any]:
     import torch._dynamo.config as config
 
     if not _caches_config_reads():
-        return dict(config.get_config_copy())
+        return dict(config.get_config_copy())  # a deep copy of every value already
     found: dict[str, Any] = getattr(config, "_get_dict")(readonly_values=True)  # noqa: B009
     entries = getattr(config, "_config", {})
     unset = _unset()
-    for key, value in found.items():
+    for key, value in found.items():  # type checks first: most values are scalars
         if type(value) not in _SCALARS and isinstance(value, (list, dict, set)):
-            found[key] = _live_override(entries.get(key), value, unset)
+            live = _live_override(entries.get(key), value, unset)
+            found[key] = live.copy() if copy else live
     return found
 
 
