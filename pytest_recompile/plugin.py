@@ -31,10 +31,11 @@ from .settings import (
     Settings,
     add_budget_ini,
     add_choice_option,
-    add_durations_option,
-    add_max_guards_option,
+    add_count_option,
     add_path_option,
     budget_option,
+    durations_option,
+    max_guards_option,
 )
 
 if TYPE_CHECKING:
@@ -55,7 +56,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"{BARE_FLAG_HINT}.",
     )
     add_budget_ini(parser)
-    add_max_guards_option(group, parser)
+    add_count_option(
+        group,
+        parser,
+        "max_guards",
+        max_guards_option,
+        "gate every test: each cache entry it compiles may check at most N guards "
+        "(what torch runs on every call that reaches the entry). Markers: max_guards(n).",
+    )
     add_choice_option(
         group,
         parser,
@@ -116,7 +124,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "fail-fast call, and a Markdown job summary in $GITHUB_STEP_SUMMARY. auto (default): "
         "on when GITHUB_ACTIONS=true.",
     )
-    add_durations_option(group, parser)
+    add_count_option(
+        group,
+        parser,
+        "durations",
+        durations_option,
+        "list the N gated tests (and wider fixtures) and the N functions that spent the "
+        "most seconds compiling, first compiles and recompiles apart, and whether torch's "
+        "compile caches answered (N=0 for all; as --durations).",
+    )
     add_path_option(
         group,
         parser,

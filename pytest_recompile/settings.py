@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -316,33 +316,18 @@ def budget_option(text: str) -> int:
 # -- declared: each flag with its ini twin, as the readers above read them -----------------
 
 
-def add_max_guards_option(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
-    """``--recompile-max-guards=N`` and its ini twin."""
-    group.addoption(
-        "--recompile-max-guards",
-        default=None,
-        type=max_guards_option,
-        dest="recompile_max_guards",
-        metavar="N",
-        help="gate every test: each cache entry it compiles may check at most N guards "
-        "(what torch runs on every call that reaches the entry). Markers: max_guards(n).",
-    )
-    add_int_ini(parser, "recompile_max_guards", "like --recompile-max-guards=N (empty: off)")
-
-
-def add_durations_option(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
-    """``--recompile-durations=N`` and its ini twin, as pytest's ``--durations``."""
-    group.addoption(
-        "--recompile-durations",
-        default=None,
-        type=durations_option,
-        dest="recompile_durations",
-        metavar="N",
-        help="list the N gated tests (and wider fixtures) and the N functions that spent the "
-        "most seconds compiling, first compiles and recompiles apart, and whether torch's "
-        "compile caches answered (N=0 for all; as --durations).",
-    )
-    add_int_ini(parser, "recompile_durations", "like --recompile-durations=N (empty: off)")
+def add_count_option(
+    group: pytest.OptionGroup,
+    parser: pytest.Parser,
+    name: str,
+    type: Callable[[str], int],
+    help: str,
+) -> None:
+    """``--recompile-NAME=N`` and its ini twin ``recompile_NAME`` (an int or a string, see
+    :func:`add_int_ini`), as :func:`_count_option` and :func:`_durations` read them."""
+    flag = f"--recompile-{name.replace('_', '-')}"
+    group.addoption(flag, default=None, type=type, dest=f"recompile_{name}", metavar="N", help=help)
+    add_int_ini(parser, f"recompile_{name}", f"like {flag}=N (empty: off)")
 
 
 def add_path_option(
@@ -353,7 +338,7 @@ def add_path_option(
     metavar: str = "PATH",
 ) -> None:
     """``--recompile-NAME=PATH`` and its ini twin ``recompile_NAME`` (relative to rootdir),
-    as :func:`pytest_recompile.settings._path_option` reads them."""
+    as :func:`_path_option` reads them."""
     flag = f"--recompile-{name.replace('_', '-')}"
     group.addoption(flag, default=None, dest=f"recompile_{name}", metavar=metavar, help=help)
     parser.addini(f"recompile_{name}", f"like {flag} (relative to rootdir)", default="")
