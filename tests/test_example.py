@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from docblocks import ROOT, assert_pasted, checked_blocks, readme_example_args
-from snippets import AUTOLOAD_OFF, inner_args
+from snippets import AUTOLOAD_OFF, GLOO_RANK_KILLED, inner_args
 
 EXAMPLES = ROOT / "examples"
 
@@ -96,6 +96,7 @@ def test_the_ci_workflow_command_works_as_written(
     assert text.endswith("**no change**\n")
 
 
+@GLOO_RANK_KILLED
 def test_the_readme_ddp_failure_is_what_the_example_prints(request: pytest.FixtureRequest) -> None:
     """The DDP failure pasted in docs/processes.md, against a real run of the example."""
     (pasted,) = checked_blocks(request)
@@ -108,5 +109,6 @@ def test_the_readme_ddp_failure_is_what_the_example_prints(request: pytest.Fixtu
         cwd=ROOT, env=os.environ | AUTOLOAD_OFF, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout[-3000:]
+    assert "terminated with signal" not in proc.stdout, proc.stdout[-3000:]
     assert_pasted(pasted, proc.stdout)
     assert "1 failed, 1 passed" in proc.stdout.splitlines()[-1]

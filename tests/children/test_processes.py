@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from snippets import inner_args, outcomes, read_json
+from snippets import GLOO_RANK_KILLED, inner_args, outcomes, read_json
 
 from pytest_recompile.children import board
 from pytest_recompile.children import parent as processes
@@ -104,6 +104,7 @@ def _tests(pytester: pytest.Pytester) -> dict[str, dict]:
     return {t["nodeid"].split("::")[-1]: t for t in document["tests"]}
 
 
+@GLOO_RANK_KILLED
 def test_ddp_over_gloo_one_rank_recompiles(pytester: pytest.Pytester) -> None:
     result = _run(
         pytester,
@@ -164,6 +165,7 @@ def test_ddp_over_gloo_one_rank_recompiles(pytester: pytest.Pytester) -> None:
     assert re.search(r"`Net\.forward` in rank 1 \(pid \d+\)", markdown)
 
 
+@GLOO_RANK_KILLED
 def test_ddp_under_xdist_and_off(pytester: pytest.Pytester) -> None:
     """Each xdist worker's children report to that worker; off: today's behaviour."""
     result = _run(pytester, DDP, "--recompile-budget=0", "-p", "xdist", "-n", "2")
