@@ -616,7 +616,7 @@ def startup_benchmarks(start: Path, tests: int, reps: int, quick: bool) -> list[
 def children_blocks(reps: int, quick: bool) -> int:
     """Blocks of each kind of children: a block of 2 compiling children lasts about 4 s and
     varies by 5-8% on a shared machine, so the median takes three times the repetitions of
-    the suites (a median of 7 read 0.96 to 1.06 from run to run)."""
+    the suites (medians of 3 to 7 blocks read 0.96 to 1.06 from run to run)."""
     return 1 if quick else 3 * reps
 
 
