@@ -44,8 +44,10 @@ AUTOLOAD_OFF = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 # docs/compatibility.md): nothing on 2.7 and 2.8; the comment beside the guard on 2.9 and 2.10
 # (the plugin uses it where it names the compiled function's own file); the comment and a
 # "User stack trace" from 2.11 on.
-_RELEASE = versions.version_tuple(versions.torch_version() or "0")
-GUARD_LINES = "stack" if _RELEASE >= (2, 11) else "comment" if _RELEASE >= (2, 9) else None
+TORCH_RELEASE = versions.version_tuple(versions.torch_version() or "0")
+GUARD_LINES = (
+    "stack" if TORCH_RELEASE >= (2, 11) else "comment" if TORCH_RELEASE >= (2, 9) else None
+)
 
 
 # gloo can abort a rank by SIGABRT as it tears down on a loaded machine ("terminate called
