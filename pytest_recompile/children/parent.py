@@ -100,6 +100,11 @@ class Spool:
 
     # -- the records ----------------------------------------------------------------------------
 
+    def recorded(self) -> bool:
+        """Whether a child has recorded (or is about to record) anything yet, or told a
+        fault: until then, there is nothing to read."""
+        return bool(self.faults) or self._board.children()
+
     def _read(self) -> None:
         """Read what every child appended since the last read (nothing to read before a
         child's first record)."""
@@ -221,7 +226,7 @@ class Children:
 
     def records(self, tokens: list[str | None]) -> list[ProcessResult]:
         """The records children left for these owners."""
-        if self.spool is None or not any(tokens):
+        if self.spool is None or not any(tokens) or not self.spool.recorded():
             return []
         found = self.faults.call(self.spool.processes, [t for t in tokens if t])
         for fault in self.spool.faults:
