@@ -85,6 +85,7 @@ class RecompileTracker(Recorder):
         # fullgraph: torch stops at the break (2.9+), else judged from the breaks recorded
         self.stop_at_breaks = True
         self.active = False
+        self._settled = False  # nothing happened since the last refresh: no need of another
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -93,10 +94,11 @@ class RecompileTracker(Recorder):
         versions.check_torch()
         if self.reset:
             entries.reset_caches()
+        self._settled = False
         with ExitStack() as stack:
             self._seconds = stack.enter_context(instruments.compile_seconds())
             self._breaks_mark = instruments.graph_break_count()
-            callbacks = stack.enter_context(instruments.block_callbacks(self._observe))
+            callbacks = stack.enter_context(instruments.block_callbacks(self._after_compile))
             self.cudagraph_recordings = callbacks.recordings
             self._rearm = callbacks.rearm
             if self.budget is not None and self.budget.fullgraph and self._stops_at_breaks():
@@ -157,6 +159,7 @@ class RecompileTracker(Recorder):
         ``again`` says why this compile repeats one an earlier test made (isolation's cost).
         """
         with self._lock:
+            self._settled = False
             self.rearm()
             self._observe()
             self._read_trees(latest=True)  # the entries compiled so far exist now
@@ -184,6 +187,7 @@ class RecompileTracker(Recorder):
             if recompile is not None:
                 recompile.stopped = True
             self._refresh()
+            self._settled = False  # the refused compile goes on until torch raises
         raise RecompileBudgetExceeded(self.records, violations, stopped=True)
 
     def on_stopped(self, event: events.CompileEvent) -> None:
@@ -193,6 +197,7 @@ class RecompileTracker(Recorder):
         if not event.is_recompile:
             return
         with self._lock:
+            self._settled = False
             self.rearm()
             self._observe()
             _, recompile = self.add(event)
@@ -202,6 +207,7 @@ class RecompileTracker(Recorder):
     def on_reuse(self, event: events.CompileEvent, seconds: float | None) -> None:
         """Record a first compile that an earlier test's entry answered (no compile ran)."""
         with self._lock:
+            self._settled = False
             self.reuse(event, seconds)
             self._trees.compiled(event.code)  # its entry is read as if compiled here
 
@@ -211,6 +217,7 @@ class RecompileTracker(Recorder):
 
     def pause(self) -> None:
         """Leave out what happens until :meth:`resume` (a wider fixture being set up)."""
+        self._settled = False
         self._observe()
         self._read_trees()
         self._paused = len(self.cudagraph_recordings)
@@ -219,10 +226,17 @@ class RecompileTracker(Recorder):
     def resume(self) -> None:
         if self._paused is None:
             return
+        self._settled = False
         self._caches.resume()
         del self.cudagraph_recordings[self._paused :]
         self._paused = None
         self._breaks_mark = instruments.graph_break_count()
+
+    def _after_compile(self) -> None:
+        """After each compile in the process (torch's end callback: contained, as torch would
+        raise an error here in the user's call)."""
+        self._settled = False
+        self.faults.call(self._observe)
 
     def _observe(self) -> None:
         """Note cache entries and graph breaks now, before a torch._dynamo.reset() (which
@@ -260,13 +274,17 @@ class RecompileTracker(Recorder):
 
     def _refresh(self) -> None:
         """Fill in cache entries, graph breaks and guards (compile seconds: at :meth:`stop`,
-        once the block has measured them)."""
+        once the block has measured them). Nothing to do where nothing compiled, paused or
+        resumed since the last refresh (a gated test's teardown, after its call's refresh)."""
+        if self._settled:
+            return
         self._observe()
         self._read_trees()
         for record in self._records.values():
             if self._forbids:
                 record.guards = self._trees.installed(record)
         self._note_metrics()
+        self._settled = True
 
     # -- results ------------------------------------------------------------------------------
 

@@ -209,7 +209,10 @@ def test_limit(warmed):
     result.stdout.fnmatch_lines(["    cache entries: 3, compiles: 2, recompiles: 2"])
 
 
-def test_teardown_compiles_are_the_tests(run) -> None:
+@pytest.mark.parametrize("mode", ["fail-fast", "at-end"])
+def test_teardown_compiles_are_the_tests(run, mode) -> None:
+    """Judged after the teardown, whatever the call phase found: at the end, the recompile
+    and the entry it made are read after the call's judgement."""
     result = run(
         SHARED
         + """
@@ -223,6 +226,7 @@ def test_it(model):
     model(torch.randn(4))
 """,
         "--recompile-budget",
+        f"--recompile-mode={mode}",
     )
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
@@ -232,6 +236,10 @@ def test_it(model):
             "*rank mismatch. expected 1, actual 2*",
         ]
     )
+    if mode == "at-end":  # compiled: its entry and its guards are read after the call's
+        result.stdout.fnmatch_lines(
+            ["    cache entries: 2, compiles: 2, recompiles: 1*", "    guards [[]0/1] * guards *"]
+        )
 
 
 @keeps_entries
