@@ -89,7 +89,7 @@ import textwrap
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 LAUNCHER = """
@@ -131,7 +131,7 @@ class Run:
     seconds: float  # what the benchmark times (wall of the process, or a time read inside)
     maxrss_kb: int
     rc: int
-    durations: list[float]  # each test's seconds, in order (with BENCH_DURATIONS=1 only)
+    durations: list[float] = field(default_factory=list)  # each test's seconds (BENCH_DURATIONS=1)
 
 
 @dataclass
