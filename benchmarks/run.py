@@ -1,6 +1,6 @@
 """Side-by-side benchmarks of pytest-recompile.
 
-    python benchmarks/run.py            # the full run: a few minutes on 2 cores
+    python benchmarks/run.py            # the full run: about 40 minutes on 2 cores
     python benchmarks/run.py --quick    # one small repetition of each, to check that it runs
 
 Each benchmark runs a variant A (the plugin off, or not asked for) and a variant B (the plugin
