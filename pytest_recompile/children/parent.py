@@ -101,14 +101,13 @@ class Spool:
     # -- the records ----------------------------------------------------------------------------
 
     def recorded(self) -> bool:
-        """Whether a child has recorded (or is about to record) anything yet, or told a
-        fault: until then, there is nothing to read."""
-        return bool(self.faults) or self._board.children()
+        """Whether a child has recorded (or is about to record) anything yet: until then,
+        there is nothing to read."""
+        return self._board.children()
 
     def _read(self) -> None:
-        """Read what every child appended since the last read (nothing to read before a
-        child's first record)."""
-        if not self._board.children():
+        """Read what every child appended since the last read."""
+        if not self.recorded():
             return
         for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
             name = entry.name

@@ -278,13 +278,17 @@ class RecompileTracker(Recorder):
         resumed since the last refresh (a gated test's teardown, after its call's refresh)."""
         if self._settled:
             return
-        self._observe()
-        self._read_trees()
-        for record in self._records.values():
-            if self._forbids:
-                record.guards = self._trees.installed(record)
-        self._note_metrics()
-        self._settled = True
+        self._settled = True  # before reading: a compile meanwhile (a thread's) asks again
+        try:
+            self._observe()
+            self._read_trees()
+            for record in self._records.values():
+                if self._forbids:
+                    record.guards = self._trees.installed(record)
+            self._note_metrics()
+        except BaseException:
+            self._settled = False
+            raise
 
     # -- results ------------------------------------------------------------------------------
 
