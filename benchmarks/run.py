@@ -733,9 +733,8 @@ def main() -> int:
             print_table(results, reps, quick)
             return 0 if quick or all(r.met for r in results) else 1
         if args.only == "fast":
-            fast_reps = reps
-            results = fast_benchmarks(dirs["fast"], fast_tests, fast_reps)
-            print_table(results, fast_reps, quick)
+            results = fast_benchmarks(dirs["fast"], fast_tests, reps)
+            print_table(results, reps, quick)
             return 0 if quick or all(r.met for r in results) else 1
         if args.only == "trace":
             results = [trace_benchmark(dirs["gated"], sizes, reps)]
