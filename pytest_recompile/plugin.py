@@ -154,8 +154,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         dest="recompile_baseline_update",
-        help="run every test in report-only mode and write the baseline file from the counts "
-        "(only if the run passes).",
+        help="run every test in report-only mode and update the baseline file from the counts "
+        "(only if the run passes): the entries of the tests that ran are replaced, every "
+        "other entry is kept.",
+    )
+    group.addoption(
+        "--recompile-baseline-prune",
+        action="store_true",
+        default=False,
+        dest="recompile_baseline_prune",
+        help="with --recompile-baseline-update on a run of the whole suite: also drop the "
+        "entries of tests that did not run (deleted tests).",
     )
 
 

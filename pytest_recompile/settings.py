@@ -51,6 +51,7 @@ class Settings:
     # nodeid -> function -> its most guards and its guards on the user's values
     baseline_guards: Mapping[str, Mapping[str, GuardBaseline]] = MappingProxyType({})
     baseline_update: bool = False  # write the baseline from this run instead of comparing
+    baseline_prune: bool = False  # the update drops the entries of tests that did not run
     # "baseline from torch 2.14.1; this run 2.15.0" when the baseline was taken on another torch
     baseline_note: str | None = None
     processes: bool = True  # record and judge compiles in the test's child processes
@@ -222,9 +223,15 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
     report_md, report_md_from = _path_option(config, "report_md")
     baseline, baseline_from = _path_option(config, "baseline")
     update = bool(config.getoption("recompile_baseline_update"))
+    prune = bool(config.getoption("recompile_baseline_prune"))
+    if prune and not update:
+        raise pytest.UsageError(
+            f"{PREFIX} --recompile-baseline-prune drops entries while a baseline is updated: "
+            "add --recompile-baseline-update, on a run of the whole suite"
+        )
     if report is None and report_md is None and baseline is None and not update:
         return settings
-    from .reports.baseline import BaselineError, read_baseline
+    from .reports.baseline import BaselineError, read_baseline, read_baseline_document
     from .reports.files import OutputFileError, check_writable
 
     try:
@@ -248,11 +255,15 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
                 "(or the ini option recompile_baseline): where to write the baseline"
             )
         check_writable(baseline, f"{PREFIX} {baseline_from}")
+        if os.path.exists(baseline):  # its other tests' entries are kept: it must read
+            read_baseline_document(baseline, f"{PREFIX} {baseline_from}")
         # Record every test's full count and fail none.
         from .model.budget import Rule
 
         default = settings.default or Rule(0, "--recompile-baseline-update")
-        return settings.replace(mode="report-only", default=default, baseline_update=True)
+        return settings.replace(
+            mode="report-only", default=default, baseline_update=True, baseline_prune=prune
+        )
     except OutputFileError as exc:  # a BaselineError too
         raise pytest.UsageError(str(exc)) from None
 

@@ -10,7 +10,7 @@ summary and the baseline all read these; none re-derives them from text.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 RuleKind = Literal[
     "total",
@@ -357,6 +357,40 @@ class BaselineDocument(TypedDict):
     version: int
     environment: ReportEnvironment
     tests: dict[str, BaselineTest]
+
+
+# What differs between two runs of the same test without any difference in what it compiled:
+# timings, pids, traces, isolation's reuse (what ran before it), and torch's numbering of
+# frames and compiles ("2/1"), which counts from the process's first compiled frame.
+TIMINGS = frozenset(
+    {
+        "compile_seconds",
+        "recompile_seconds",
+        "first_compile_seconds",
+        "again_seconds",
+        "saved_seconds",
+        "seconds",
+        "guard_latency_us",
+        "trace",
+        "pid",
+        "command",
+        "reused",  # first compiles an earlier test's identical entry answered: what ran before
+        "again_reasons",
+        "compile_id",
+        "entry",
+        "raw",
+    }
+)
+
+
+def without_timings(value: Any) -> Any:
+    """``value`` (a result, a fixture's) without what two runs of the same code differ in
+    (:data:`TIMINGS`): what is left is what was compiled, and why."""
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [without_timings(item) for item in value]
+    return value
 
 
 def functions_of(data: TestResult) -> Iterator[tuple[ProcessResult | None, FunctionResult]]:

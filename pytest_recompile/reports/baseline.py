@@ -11,15 +11,16 @@ test before it ever recompiles.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
+from ..model.names import PREFIX
 from .files import OutputFileError
 
 if TYPE_CHECKING:  # read at every start-up (settings): the types cost nothing at run time
     from ..model.budget import GuardBaseline
-    from ..model.results import BaselineDocument, BaselineTest, Environment, TestResult
+    from ..model.results import BaselineDocument, BaselineTest
+    from ..model.run import RunResults
 
 BASELINE_SCHEMA = "pytest-recompile/baseline"
 BASELINE_VERSION = 1
@@ -42,6 +43,23 @@ class Baseline:
 
 def read_baseline(path: str, where: str) -> Baseline:
     """The baseline at ``path``; raises BaselineError, never returns an empty stand-in."""
+    data = read_baseline_document(path, where)
+    environment = data["environment"]
+    torch = environment.get("torch") if isinstance(environment, dict) else None
+    found = Baseline(torch=torch if isinstance(torch, str) else None)
+    for nodeid, entry in data["tests"].items():
+        count = entry["recompiles"]
+        if count:  # a test kept for its guards only: no budget
+            found.counts[nodeid] = count
+        guards = _guards(entry)  # type: ignore[arg-type]
+        assert guards is not None  # checked by read_baseline_document
+        if guards:
+            found.guards[nodeid] = guards
+    return found
+
+
+def read_baseline_document(path: str, where: str) -> BaselineDocument:
+    """The baseline file at ``path`` as it is, checked; raises BaselineError."""
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -70,9 +88,6 @@ def read_baseline(path: str, where: str) -> Baseline:
             f"{where}: baseline {path} has version {data.get('version')!r}; this plugin reads "
             f"version {BASELINE_VERSION}; {UPDATE_HINT}"
         )
-    environment = data.get("environment")
-    torch = environment.get("torch") if isinstance(environment, dict) else None
-    found = Baseline(torch=torch if isinstance(torch, str) else None)
     for nodeid, entry in data["tests"].items():
         count = entry.get("recompiles") if isinstance(entry, dict) else None
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
@@ -80,18 +95,15 @@ def read_baseline(path: str, where: str) -> Baseline:
                 f"{where}: baseline {path}: test {nodeid!r} has no non-negative integer "
                 f'"recompiles"; {UPDATE_HINT}'
             )
-        if count:  # a test kept for its guards only: no budget
-            found.counts[nodeid] = count
-        guards = _guards(entry)
-        if guards is None:
+        if _guards(entry) is None:
             raise BaselineError(
                 f'{where}: baseline {path}: test {nodeid!r} has malformed "guards" or '
                 '"values" (expected {"function": a non-negative integer} and '
                 f'{{"function": ["KIND source", ...]}}); {UPDATE_HINT}'
             )
-        if guards:
-            found.guards[nodeid] = guards
-    return found
+    if not isinstance(data.get("environment"), dict):
+        data["environment"] = {}
+    return cast("BaselineDocument", data)
 
 
 def _guards(entry: dict[str, object]) -> dict[str, GuardBaseline] | None:
@@ -110,17 +122,14 @@ def _guards(entry: dict[str, object]) -> dict[str, GuardBaseline] | None:
     return found
 
 
-def baseline_document(
-    results: Mapping[str, TestResult], environment: Environment
-) -> BaselineDocument:
-    """The baseline of a run: every gated test that recompiled, with its counts (a budget
-    applies to each process: the count of the process that recompiled most, and each
-    function's most in one process), and what the run ran on."""
+def baseline_tests(run: RunResults) -> dict[str, BaselineTest]:
+    """The baseline entries of a run: every gated test that recompiled or read guards, with
+    its counts (a budget applies to each process: the count of the process that recompiled
+    most, and each function's most in one process)."""
     from ..model.results import functions_of, per_process
 
     tests: dict[str, BaselineTest] = {}
-    for nodeid in sorted(results):
-        data = results[nodeid]
+    for nodeid, data in run.results():
         functions: dict[str, int] = {}
         guards: dict[str, int] = {}
         values: dict[str, set[str]] = {}
@@ -139,10 +148,102 @@ def baseline_document(
                 "guards": guards,
                 "values": {name: sorted(found) for name, found in values.items()},
             }
-    devices = sorted({data["device"] for data in results.values() if data["device"]})
-    return {
-        "schema": BASELINE_SCHEMA,
-        "version": BASELINE_VERSION,
-        "environment": {**environment, "devices": devices},
-        "tests": tests,
-    }
+    return tests
+
+
+def baseline_document(run: RunResults) -> BaselineDocument:
+    """The baseline of a run alone: its entries, and what it ran on."""
+    return update_baseline(None, run).document
+
+
+@dataclass(frozen=True)
+class BaselineUpdate:
+    """A baseline updated from a run: the new document, and what changed in it."""
+
+    document: BaselineDocument
+    added: int = 0  # tests that ran and have an entry for the first time
+    replaced: int = 0  # tests that ran and had an entry: it is this run's now
+    removed: int = 0  # tests that ran and no longer compile anything the baseline records
+    kept: int = 0  # entries of tests that did not run, kept as they were
+    pruned: int = 0  # entries of tests that did not run, dropped (prune)
+    kept_torch: str | None = None  # the torch the kept entries were taken on, where another
+
+    def line(self, path: str) -> str:
+        """``baseline written to b.json: 1 added, 1 replaced, 0 removed; kept 3 entries of
+        tests that did not run (...)``"""
+        from ..model.messages import plural
+
+        said = (
+            f"baseline written to {path}: {self.added} added, {self.replaced} replaced, "
+            f"{self.removed} removed"
+        )
+        if self.pruned:
+            said += f"; pruned {plural(self.pruned, 'entry', 'entries')} of tests that did not run"
+        if self.kept:
+            said += (
+                f"; kept {plural(self.kept, 'entry', 'entries')} of tests that did not run "
+                f"({PRUNE_HINT})"
+            )
+        if self.kept_torch:
+            said += f"; the kept entries were taken on torch {self.kept_torch}"
+        return said
+
+
+PRUNE_HINT = "an update with --recompile-baseline-prune drops those of deleted tests"
+
+
+def update_baseline(
+    old: BaselineDocument | None, run: RunResults, *, prune: bool = False
+) -> BaselineUpdate:
+    """``old`` updated from ``run``: the entries of the tests that ran are replaced by theirs
+    (a test that ran and recorded nothing loses its entry); every other entry is kept as it
+    was, or, with ``prune``, dropped (a shard cannot tell a deleted test from another
+    shard's: pruning is asked for by a run of the whole suite)."""
+    assert run.environment is not None
+    new, ran = baseline_tests(run), run.ran()
+    before = dict(old["tests"]) if old is not None else {}
+    kept = {n: e for n, e in before.items() if n not in ran}
+    tests = {} if prune else dict(kept)
+    tests.update(new)
+    devices = {t["device"] for _, t in run.results() if t["device"]}
+    old_env: dict[str, Any] = dict(old["environment"]) if old is not None else {}
+    if kept and not prune:
+        devices.update(d for d in old_env.get("devices") or () if isinstance(d, str))
+    torch = old_env.get("torch")
+    other = torch if kept and not prune and torch != run.environment["torch"] else None
+    return BaselineUpdate(
+        {
+            "schema": BASELINE_SCHEMA,
+            "version": BASELINE_VERSION,
+            "environment": {**run.environment, "devices": sorted(devices)},
+            "tests": {nodeid: tests[nodeid] for nodeid in sorted(tests)},
+        },
+        added=sum(1 for n in new if n not in before),
+        replaced=sum(1 for n in new if n in before),
+        removed=sum(1 for n in before if n in ran and n not in new),
+        kept=0 if prune else len(kept),
+        pruned=len(kept) if prune else 0,
+        kept_torch=str(other) if other else None,
+    )
+
+
+def unabsorbed(run: RunResults) -> list[str]:
+    """What the gate run after a baseline update would still fail: every broken rule but a
+    total over the default budget or an old baseline (the one thing a baseline raises).
+    Empty: it will pass."""
+    from ..model.messages import plural
+
+    broken = [
+        f"  {nodeid}: {v['message']}"
+        for nodeid, data in run.results()
+        for v in data["violations"]
+        if not (v["kind"] == "total" and not v["source"].startswith("@"))
+    ]
+    if not broken:
+        return []
+    return [
+        f"{PREFIX} {plural(len(broken), 'broken rule')} no baseline can absorb (recompile_limit "
+        "hits, markers' own budgets and guard rules): the next gate run fails on them. Fix "
+        "them, or relax those tests' markers, then update again:",
+        *broken,
+    ]

@@ -36,7 +36,8 @@ from ..model.results import (
     functions_of,
     per_process,
 )
-from .terminal import INCOMPLETE
+from ..model.run import RunResults
+from .terminal import INCOMPLETE, totals_line
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
 # per step (docs.github.com: "Adding a job summary").
@@ -183,19 +184,13 @@ def _tighten_rows(results: Results) -> list[str]:
     ]
 
 
-def markdown_summary(
-    results: Results,
-    totals: str,
-    *,
-    root: str,
-    incomplete: str | None = None,
-    limit: int = SUMMARY_LIMIT,
-    enforced: bool = True,
-) -> str:
+def markdown_summary(run: RunResults, *, root: str, limit: int = SUMMARY_LIMIT) -> str:
     """The run as Markdown: totals, the tests that broke the gate, the costliest functions,
     the baseline entries to tighten. At most ``limit`` bytes (UTF-8): rows past it are left
-    out, with a line saying how many. ``enforced=False`` (report-only): tests "would have
-    broken" the gate."""
+    out, with a line saying how many. In report-only mode tests "would have broken" the
+    gate."""
+    results, incomplete, enforced = run.tests, run.incomplete, run.enforced
+    totals = totals_line(run)
     head = [f"## {TITLE}", "", f"**{md_cell(totals)}**", ""]
     if incomplete is not None:
         head += [f"> **Warning:** {INCOMPLETE}: {md_cell(incomplete[:300])}.", ""]
@@ -392,14 +387,12 @@ def _annotations(results: Results, root: str) -> list[Annotation]:
     return sorted(found, key=lambda a: (-a.rank[0], -a.rank[1], -a.rank[2], a.file, a.line))
 
 
-def annotation_lines(
-    results: Results, root: str, limit: int = MAX_ANNOTATIONS, *, enforced: bool = True
-) -> list[str]:
-    """``::error`` workflow commands (``::warning`` when not ``enforced``: report-only), worst
-    offenders first, at most ``limit``; then a ``::notice`` saying how many more the job
-    summary holds."""
-    found = _annotations(results, root)
-    lines = [a.command("error" if enforced else "warning") for a in found[:limit]]
+def annotation_lines(run: RunResults, root: str, limit: int = MAX_ANNOTATIONS) -> list[str]:
+    """``::error`` workflow commands (``::warning`` in report-only mode), worst offenders
+    first, at most ``limit``; then a ``::notice`` saying how many more the job summary
+    holds."""
+    found = _annotations(run.tests, root)
+    lines = [a.command("error" if run.enforced else "warning") for a in found[:limit]]
     if len(found) > limit:
         more = len(found) - limit
         lines.append(

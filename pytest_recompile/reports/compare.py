@@ -6,20 +6,21 @@ What is compared, per test and per function: recompiles, cache entries, guards (
 entry's count, new guard kinds, new guards on Python values), graph breaks and their sites,
 ``recompile_limit`` hits, and compile seconds past a threshold (they are noisy). A change is
 *worse* where HEAD has more; ``--fail-on`` names the measures whose worsening fails (exit 1).
+Both reports are read into the results model (``json_report.load_report``), as every output
+reads a run; the command line is in ``__main__.py``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.messages import plural
+from ..model.results import GraphBreakResult, ProcessResult, TestResult
+from ..model.run import RunResults
 from .ci import md_cell, md_code
-from .json_report import REPORT_SCHEMA, REPORT_VERSION
 
 # The measures, as --fail-on names them, in the order a test's changes are shown.
 MEASURES = (
@@ -43,44 +44,6 @@ ENVIRONMENT = (
     "devices",
 )
 COMPARE_SCHEMA = "pytest-recompile/compare"
-
-
-class ReportError(ValueError):
-    """A file that is not a report this plugin can read: one line that says which and why."""
-
-
-def read_report(path: str) -> dict[str, Any]:
-    """The JSON report at ``path``; raises ReportError naming the file and what is wrong."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read it: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        cut = " (truncated?)" if exc.pos >= len(text.rstrip()) else ""
-        raise ReportError(f"{path}: not valid JSON{cut}: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema") != REPORT_SCHEMA:
-        raise ReportError(
-            f"{path}: not a pytest-recompile report (expected a JSON object with "
-            f'"schema": "{REPORT_SCHEMA}", as --recompile-report=PATH writes)'
-        )
-    version = data.get("version")
-    if version != REPORT_VERSION:
-        newer = isinstance(version, int) and version > REPORT_VERSION
-        raise ReportError(
-            f"{path}: report schema version {version!r}"
-            + (" (a newer pytest-recompile wrote it)" if newer else "")
-            + f"; this pytest-recompile reads version {REPORT_VERSION}"
-        )
-    if not isinstance(data.get("tests"), list) or not all(
-        isinstance(t, dict) and isinstance(t.get("nodeid"), str) for t in data["tests"]
-    ):
-        raise ReportError(f'{path}: "tests" is not a list of tests with a "nodeid"')
-    return data
 
 
 # -- what one test measured -----------------------------------------------------------------
@@ -107,48 +70,48 @@ class TestFigures:
     functions: dict[str, FunctionFigures]
 
 
-def _site(found: dict[str, Any]) -> str:
+def _site(found: GraphBreakResult) -> str:
     """A graph break's site, comparable across checkouts: its file's last two parts."""
-    tail = "/".join(str(found.get("file", "?")).replace("\\", "/").split("/")[-2:])
-    return f"{tail}:{found.get('line', '?')} in {found.get('function', '?')}"
+    tail = "/".join(found["file"].replace("\\", "/").split("/")[-2:])
+    return f"{tail}:{found['line']} in {found['function']}"
 
 
-def _processes(test: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _processes(test: TestResult) -> Iterator[TestResult | ProcessResult]:
     """The test's own process, then its children's (same fields where they matter)."""
     yield test
-    yield from test.get("processes") or []
+    yield from test["processes"]
 
 
-def figures(test: dict[str, Any]) -> TestFigures:
+def figures(outcome: str, test: TestResult) -> TestFigures:
     functions: dict[str, FunctionFigures] = {}
     breaks: dict[str, str] = {}
     for process in _processes(test):
-        for fn in process.get("functions") or []:
-            mine = functions.setdefault(str(fn.get("qualname", "?")), FunctionFigures())
-            recompiles = fn.get("recompiles") or []
+        for fn in process["functions"]:
+            mine = functions.setdefault(fn["qualname"], FunctionFigures())
+            recompiles = fn["recompiles"]
             mine.recompiles += len(recompiles)
-            mine.cache_entries += int(fn.get("cache_entries") or 0)
-            mine.limit_hits += int(fn.get("limit_hits") or 0)
-            for entry in fn.get("entries") or []:
-                if entry.get("guards") is not None:
-                    mine.guards = max(mine.guards or 0, int(entry["guards"]))
-                mine.kinds.update(entry.get("kinds") or {})
-                mine.values.update(entry.get("values") or [])
+            mine.cache_entries += fn["cache_entries"]
+            mine.limit_hits += fn["limit_hits"]
+            for entry in fn["entries"]:
+                if entry["guards"] is not None:
+                    mine.guards = max(mine.guards or 0, entry["guards"])
+                mine.kinds.update(entry["kinds"])
+                mine.values.update(entry["values"])
             for recompile in recompiles:
-                for reason in (recompile.get("reasons") or [])[:1]:
-                    label = reason.get("kind", "OTHER")
-                    label += f"({reason['detail']})" if reason.get("detail") else ""
-                    site = reason.get("own_site") or reason.get("site")
-                    if isinstance(site, dict):
-                        label += f" from {site.get('file')}:{site.get('line')}"
+                for reason in recompile["reasons"][:1]:
+                    label = reason["kind"]
+                    label += f"({reason['detail']})" if reason["detail"] else ""
+                    site = reason["own_site"] or reason["site"]
+                    if site is not None:
+                        label += f" from {site['file']}:{site['line']}"
                     if label not in mine.failed:
                         mine.failed.append(label)
-        for found in process.get("graph_breaks") or []:
-            breaks.setdefault(_site(found), str(found.get("reason", "")))
+        for found in process["graph_breaks"]:
+            breaks.setdefault(_site(found), found["reason"])
     return TestFigures(
-        str(test.get("outcome", "?")),
-        int(test.get("recompiles") or 0),
-        float(test.get("compile_seconds") or 0.0),
+        outcome,
+        test["recompiles"],
+        test["compile_seconds"],
         breaks,
         sum(f.limit_hits for f in functions.values()),
         functions,
@@ -325,26 +288,26 @@ def _shown(value: Any) -> Any:
 
 
 def compare(
-    base: dict[str, Any],
-    head: dict[str, Any],
+    base: RunResults,
+    head: RunResults,
     *,
     base_path: str = "BASE",
     head_path: str = "HEAD",
     fail_on: Iterable[str] = DEFAULT_FAIL_ON,
     seconds: float = DEFAULT_SECONDS,
 ) -> Comparison:
-    base_env, head_env = base.get("environment") or {}, head.get("environment") or {}
+    base_env: dict[str, Any] = dict(base.environment or {})
+    head_env: dict[str, Any] = dict(head.environment or {})
     environment = [
         (key, _shown(base_env.get(key)), _shown(head_env.get(key)))
         for key in ENVIRONMENT
         if base_env.get(key) != head_env.get(key)
     ]
-    before = {t["nodeid"]: t for t in base["tests"]}
-    after = {t["nodeid"]: t for t in head["tests"]}
+    before, after = base.tests, head.tests
     changed: dict[str, list[Change]] = {}
     outcomes: dict[str, tuple[str, str]] = {}
     for nodeid in sorted(set(before) & set(after)):
-        old, new = figures(before[nodeid]), figures(after[nodeid])
+        old, new = figures(*before[nodeid]), figures(*after[nodeid])
         changes = test_changes(old, new, seconds)
         if changes:
             changed[nodeid] = changes
@@ -455,85 +418,3 @@ def as_json(comparison: Comparison) -> str:
 
 
 RENDERERS = {"text": text, "markdown": markdown, "json": as_json}
-
-
-# -- the command line ----------------------------------------------------------------------
-
-PROG = "pytest-recompile"
-
-
-def _measures(text: str) -> tuple[str, ...]:
-    names = tuple(part.strip() for part in text.split(",") if part.strip())
-    unknown = [name for name in names if name not in MEASURES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown measure {', '.join(map(repr, unknown)) or repr(text)}; "
-            f"accepted: {', '.join(MEASURES)} (comma-separated)"
-        )
-    return names
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:  # NaN too
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
-    return value
-
-
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog=PROG, description="Commands of the pytest-recompile plugin.")
-    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    compare = commands.add_parser(
-        "compare",
-        help="what changed between two JSON reports (--recompile-report=PATH)",
-        description=(
-            "Compare two JSON reports of pytest-recompile (a torch upgrade, a branch against "
-            "main), per test and per function. Exit status 1 where HEAD is worse on a measure "
-            "--fail-on names, 2 on unreadable input."
-        ),
-    )
-    compare.add_argument("base", metavar="BASE.json", help="the report to compare against")
-    compare.add_argument("head", metavar="HEAD.json", help="the report of the change")
-    compare.add_argument(
-        "--format", choices=FORMATS, default="text", help="output format (default: text)"
-    )
-    compare.add_argument(
-        "--fail-on",
-        type=_measures,
-        default=DEFAULT_FAIL_ON,
-        metavar="MEASURES",
-        help=f"comma-separated measures on which a worse HEAD exits 1 (default: "
-        f"{','.join(DEFAULT_FAIL_ON)}; also: guards, cache-entries, compile-seconds)",
-    )
-    compare.add_argument(
-        "--seconds",
-        type=_seconds,
-        default=DEFAULT_SECONDS,
-        metavar="S",
-        help=f"show a test's compile seconds only where they changed by S or more "
-        f"(default: {DEFAULT_SECONDS:g}; they are noisy)",
-    )
-    return top
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: ``pytest-recompile compare BASE.json HEAD.json [options]``."""
-    args = parser().parse_args(argv)
-    try:
-        base, head = read_report(args.base), read_report(args.head)
-    except ReportError as exc:
-        print(f"{PROG} compare: {exc}", file=sys.stderr)
-        return 2
-    found = compare(
-        base,
-        head,
-        base_path=args.base,
-        head_path=args.head,
-        fail_on=args.fail_on,
-        seconds=args.seconds,
-    )
-    sys.stdout.write(RENDERERS[args.format](found))
-    return 1 if found.failed else 0

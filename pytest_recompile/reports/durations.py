@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ..model.messages import cache_text, location, plural
 from ..model.names import PREFIX
 from ..model.results import FixtureResult, FunctionResult, TestResult
+from ..model.run import RunResults
 
 # As pytest's --durations-min: shorter entries are hidden unless -vv.
 SHORTEST_SHOWN = 0.005
@@ -107,18 +108,12 @@ def functions(
     return list(by_function.values())
 
 
-def duration_lines(
-    results: list[tuple[str, TestResult]],
-    fixtures: list[FixtureResult],
-    count: int,
-    *,
-    root: str,
-    verbose: bool = False,
-) -> list[str]:
+def duration_lines(run: RunResults, count: int, *, root: str, verbose: bool = False) -> list[str]:
     """The section's lines: the ``count`` tests (and wider fixtures) and the ``count``
     functions that spent the most seconds compiling (0: all); entries under
     :data:`SHORTEST_SHOWN` hidden unless ``verbose`` (``-vv``), as pytest's ``--durations``
     hides them."""
+    results, fixtures = run.results(), run.fixtures
     if not results and not fixtures:
         return [NO_GATED_TEST]
     lines: list[str] = []

@@ -1,21 +1,19 @@
-"""The JSON report document (``--recompile-report``; its schema: report.schema.json)."""
+"""The JSON report (``--recompile-report``; its schema: report.schema.json): a run's results
+written as a document, and read back into the same :class:`RunResults` (``combine``,
+``compare`` and ``report`` read nothing else)."""
 
 from __future__ import annotations
 
-import os
+import json
 from typing import Any
 
 from ..model.names import relative
-from ..model.results import (
-    Environment,
-    FixtureResult,
-    LimitResult,
-    ReportDocument,
-    ReportedTest,
-    ReportSettings,
-    TestResult,
-)
+from ..model.results import ReportDocument, ReportedTest, TestResult
+from ..model.run import RunResults
 from .recompile_limit import limit_need
+from .schema import SCHEMA_FILE, misfit
+
+__all__ = ["SCHEMA_FILE", "ReportError", "load_report", "report_document"]
 
 REPORT_SCHEMA = "pytest-recompile/report"
 
@@ -23,39 +21,31 @@ REPORT_SCHEMA = "pytest-recompile/report"
 REPORT_VERSION = 1
 
 
-SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
-
-
-def report_document(
-    results: list[tuple[str, str, TestResult]],
-    environment: Environment,
-    settings: ReportSettings,
-    created: str,
-    fixtures: list[FixtureResult] | None = None,
-    incomplete: str | None = None,
-    faults: list[str] | None = None,
-    need: LimitResult | None = None,
-    root: str | None = None,
-) -> ReportDocument:
-    """The JSON report (see report.schema.json): ``results`` are (nodeid, outcome, data);
-    ``incomplete``: why the run stopped early, if it did; ``root``: the rootdir, which the
-    files of guard sites are written relative to (when under it)."""
+def report_document(run: RunResults, root: str | None = None) -> ReportDocument:
+    """The JSON report of ``run`` (see report.schema.json), which :func:`load_report` reads
+    back into a :class:`RunResults`; ``root``: the rootdir, which the files of guard sites
+    are written relative to (when under it)."""
+    assert run.environment is not None, "set at the run's end, or loaded"
+    assert run.settings is not None
+    assert run.created is not None
     tests: list[ReportedTest] = [
-        {"nodeid": nodeid, "outcome": outcome, **data}
-        for nodeid, outcome, data in sorted(results, key=lambda r: r[0])
+        {"nodeid": nodeid, "outcome": run.tests[nodeid][0], **run.tests[nodeid][1]}
+        for nodeid in sorted(run.tests)
     ]
+    fixtures = run.fixtures
     if root is not None:
         tests = relative_sites(tests, root)
-        fixtures = relative_sites(fixtures or [], root)
-    devices = sorted({t["device"] for t in tests if t["device"]})
+        fixtures = relative_sites(fixtures, root)
+    devices = sorted({t["device"] for t in tests if t["device"]} | set(run.environment["devices"]))
+    incomplete = run.incomplete
     return {
         "schema": REPORT_SCHEMA,
         "version": REPORT_VERSION,
-        "created": created,
+        "created": run.created,
         "complete": incomplete is None,
         "incomplete": incomplete,
-        "environment": {**environment, "devices": devices},
-        "settings": settings,
+        "environment": {**run.environment, "devices": devices},
+        "settings": run.settings,
         "summary": {
             "gated_tests": len(tests),
             "recompiles": sum(t["recompiles"] for t in tests),
@@ -71,11 +61,9 @@ def report_document(
             "cudagraph_rerecords": sum(t["cudagraph_rerecords"] for t in tests),
         },
         "tests": tests,
-        "fixtures": sorted(fixtures or [], key=lambda f: (f["node"], f["name"])),
-        "faults": list(faults or []),
-        "recompile_limit": need
-        if need is not None
-        else limit_need([(t["nodeid"], t) for t in tests], fixtures or []),
+        "fixtures": sorted(fixtures, key=lambda f: (f["node"], f["name"])),
+        "faults": list(run.faults),
+        "recompile_limit": limit_need(run),
     }
 
 
@@ -92,3 +80,77 @@ def relative_sites(value: Any, root: str) -> Any:
         if isinstance(site, dict) and "raw" in found and isinstance(site.get("file"), str):
             found[key] = {**site, "file": relative(site["file"], root)}
     return found
+
+
+class ReportError(ValueError):
+    """A file that is not a report this plugin can read: one line that says which and why."""
+
+
+def read_document(path: str) -> dict[str, Any]:
+    """The JSON object at ``path``, whatever it holds; raises ReportError."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ReportError(f"{path}: a directory, not a report file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read it: {exc}") from None
+    if not text.strip():
+        raise ReportError(f"{path}: empty file, not a report (was its run cut short?)")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        cut = " (truncated?)" if exc.pos >= len(text.rstrip()) else ""
+        raise ReportError(f"{path}: not valid JSON{cut}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: {NOT_A_REPORT}")
+    return data
+
+
+NOT_A_REPORT = (
+    f'not a pytest-recompile report (expected a JSON object with "schema": "{REPORT_SCHEMA}", '
+    "as --recompile-report=PATH writes)"
+)
+
+
+def load_report(path: str) -> RunResults:
+    """The JSON report at ``path``, read back into the results model; raises ReportError
+    naming the file and the first field that does not fit the schema."""
+    data = read_document(path)
+    if data.get("schema") != REPORT_SCHEMA:
+        raise ReportError(f"{path}: {NOT_A_REPORT}")
+    version = data.get("version")
+    if version != REPORT_VERSION:
+        newer = isinstance(version, int) and version > REPORT_VERSION
+        raise ReportError(
+            f"{path}: report schema version {version!r}"
+            + (" (a newer pytest-recompile wrote it)" if newer else "")
+            + f"; this pytest-recompile reads version {REPORT_VERSION}"
+        )
+    found = misfit(data)
+    if found is not None:
+        raise ReportError(f"{path}: does not fit the report schema: {found}")
+    return from_document(data)  # type: ignore[arg-type]  # checked against the schema above
+
+
+def from_document(document: ReportDocument) -> RunResults:
+    """A report (checked against its schema) as the results model."""
+    tests: dict[str, tuple[str, TestResult]] = {}
+    for test in document["tests"]:
+        data = dict(test)
+        nodeid, outcome = data.pop("nodeid"), data.pop("outcome")
+        tests[str(nodeid)] = (str(outcome), data)  # type: ignore[assignment]
+    incomplete = document["incomplete"]
+    if incomplete is None and not document["complete"]:
+        incomplete = "the report says it is incomplete"
+    return RunResults(
+        tests=tests,
+        fixtures=list(document["fixtures"]),
+        faults=list(document["faults"]),
+        incomplete=incomplete,
+        environment=document["environment"],
+        settings=document["settings"],
+        created=document["created"],
+    )

@@ -20,6 +20,7 @@ from ..model.results import (
     TestResult,
     functions_of,
 )
+from ..model.run import RunResults
 
 
 class Held(NamedTuple):
@@ -41,16 +42,14 @@ def _held(
         )
 
 
-def limit_need(
-    results: Iterable[tuple[str, TestResult]], fixtures: Iterable[FixtureResult] = ()
-) -> LimitResult:
+def limit_need(run: RunResults) -> LimitResult:
     """Per function (most entries first), the most entries it held and where; the limit
     that holds the run with :data:`HEADROOM`; the functions that hit the limit (whose need
     is above it and unknown)."""
     most: dict[tuple[str, str, int], LimitNeed] = {}
     hit: list[str] = []
     partial = False
-    for where, fn in _held(results, fixtures):
+    for where, fn in _held(run.results(), run.fixtures):
         partial = partial or any(r["stopped"] for r in fn["recompiles"])
         key = (fn["qualname"], fn["file"], fn["line"])
         if fn["recompile_limit"] and fn["qualname"] not in hit:

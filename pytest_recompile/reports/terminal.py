@@ -9,13 +9,13 @@ from ..model.messages import EAGER_FALLBACK, first_guard, limit_line, notes, plu
 from ..model.names import PREFIX
 from ..model.results import (
     FixtureResult,
-    LimitResult,
     OutlivedResult,
     TestResult,
     below_baseline,
     child_recompiles,
     per_process,
 )
+from ..model.run import RunResults
 from .recompile_limit import limit_need
 
 ISOLATION_HINT = (
@@ -76,20 +76,12 @@ def fixture_limit_lines(fixtures: list[FixtureResult]) -> list[str]:
     ]
 
 
-def terminal_lines(
-    results: list[tuple[str, TestResult]],
-    fixtures: list[FixtureResult] | None = None,
-    *,
-    enforced: bool = True,
-    need: LimitResult | None = None,
-    verbose: bool = False,
-) -> list[str]:
+def terminal_lines(run: RunResults, *, verbose: bool = False) -> list[str]:
     """Lines for the terminal summary: each test that broke the gate or beat its baseline,
     wider fixtures that recompiled while set up, then the totals and the recompile_limit the
-    run needs (``need``, measured once for every output; measured here when not given).
-    Sorted by node id, so serial and pytest-xdist runs print the same. ``enforced=False``
-    (report-only): tests "would have broken" the gate."""
-    results = sorted(results, key=lambda pair: pair[0])
+    run needs. Sorted by node id, so serial and pytest-xdist runs print the same; in
+    report-only mode tests "would have broken" the gate."""
+    results = run.results()
     lines = []
     failing = [(nodeid, data) for nodeid, data in results if data["violations"]]
     for nodeid, data in failing:
@@ -103,15 +95,26 @@ def terminal_lines(
             f"{nodeid}: {plural(per_process(data), 'recompile')}, below its baseline of "
             f"{data['baseline']}: tighten it with --recompile-baseline-update"
         )
-    recompiled = [f for f in fixtures or () if f["recompiles"]]
+    recompiled = [f for f in run.fixtures if f["recompiles"]]
     lines += sorted(fixture_line(f) for f in recompiled)
     lines += process_lines(results)
-    lines.append(totals_line([data for _, data in results], enforced=enforced))
+    lines.append(totals_line(run))
     lines += isolation_lines([data for _, data in results], verbose=verbose)
     if any(data["isolation"] == "reset" for _, data in results):
         lines.append(f"isolation: {RESET_FALLBACK}")
-    line = limit_line(need if need is not None else limit_need(results, fixtures or ()))
+    line = limit_line(limit_need(run))
     return lines + ([line] if line is not None else [])
+
+
+def run_lines(run: RunResults, *, verbose: bool = False) -> list[tuple[str, bool]]:
+    """The summary of a run as ``pytest-recompile report`` prints it from a JSON report (one
+    run's or combined shards'): the lines the session prints from the same results, each
+    with whether it is an error line."""
+    plain = terminal_lines(run, verbose=verbose)
+    if run.incomplete is not None:
+        plain.append(f"{INCOMPLETE}: {run.incomplete}")
+    red = fixture_limit_lines(run.fixtures) + [f"{FAULT}: {fault}" for fault in run.faults]
+    return [(line, False) for line in plain] + [(line, True) for line in red]
 
 
 def process_lines(results: list[tuple[str, TestResult]]) -> list[str]:
@@ -136,8 +139,9 @@ MISSING = "incomplete report: the figures leave out what the gate could not reco
 INCOMPLETE = "incomplete run: these figures cover only the tests that ran; stopped by"
 
 
-def totals_line(results: list[TestResult], *, enforced: bool = True) -> str:
+def totals_line(run: RunResults) -> str:
     """``12 gated tests, 9 recompiles; 2 broke the gate, 0 hit recompile_limit; ...``"""
+    results, enforced = run.figures(), run.enforced
     total = sum(data["recompiles"] + child_recompiles(data) for data in results)
     failing = sum(1 for data in results if data["violations"])
     limit = sum(1 for data in results if data["limit_hit"])

@@ -13,6 +13,7 @@ from pytest_recompile.model.messages import (
     violation_result,
 )
 from pytest_recompile.model.records import FunctionRecord, Recompile
+from pytest_recompile.model.run import RunResults
 from pytest_recompile.reports.terminal import terminal_lines
 
 
@@ -89,7 +90,8 @@ def test_limit_message_and_summary() -> None:
         "processes": [],
         "isolation": "entries",
     }
-    lines = terminal_lines([("t.py::b", better), ("t.py::a", failing)])
+    run = RunResults(tests={"t.py::b": ("passed", better), "t.py::a": ("failed", failing)})
+    lines = terminal_lines(run)
     assert lines == [
         "t.py::a: x; recompiles cost 1.50 s",
         "t.py::b: 1 recompile, below its baseline of 3: tighten it with "

@@ -48,7 +48,7 @@ def test_baseline_round_trip(
         *inner_args("--recompile-baseline-update", f"--recompile-baseline={base}")
     )
     update.assert_outcomes(passed=2)
-    update.stdout.fnmatch_lines([f"baseline written to {base}"])
+    update.stdout.fnmatch_lines([f"baseline written to {base}: *"])
     data = json.loads(base.read_text())
     assert data["schema"] == BASELINE_SCHEMA
     steps = data["tests"]["test_suite.py::test_steps"]
@@ -166,7 +166,7 @@ def test_baseline_update_says_what_no_baseline_can_absorb(run, pytester: pytest.
     assert update.ret == pytest.ExitCode.TESTS_FAILED
     update.assert_outcomes(passed=4)
     update.stdout.fnmatch_lines(
-        [f"baseline written to {base}", f"{PREFIX} 3 broken rules no baseline can absorb*"]
+        [f"baseline written to {base}: *", f"{PREFIX} 3 broken rules no baseline can absorb*"]
     )
     named = set(re.findall(r"^  (test_suite\.py::\w+): ", update.stdout.str(), re.MULTILINE))
     gate = pytester.runpytest(*inner_args("--recompile-budget", f"--recompile-baseline={base}"))

@@ -206,7 +206,8 @@ def test_environment_first_and_other_formats(
             json.dumps(
                 {"schema": "pytest-recompile/report", "version": REPORT_VERSION, "tests": 3}
             ),
-            'base.json: "tests" is not a list of tests with a "nodeid"',
+            "base.json: does not fit the report schema: the document: missing required field "
+            "'created'",
         ),
     ],
     ids=["missing", "not-json", "truncated", "not-a-report", "a-list", "newer-schema", "no-tests"],

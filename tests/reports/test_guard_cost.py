@@ -443,6 +443,7 @@ def _fn(name: str, entries: int, limit: bool = False) -> dict[str, object]:
 
 def test_limit_need_takes_the_most_entries_of_each_function_wherever_held() -> None:
     from pytest_recompile.model.messages import limit_line
+    from pytest_recompile.model.run import RunResults
     from pytest_recompile.reports.recompile_limit import limit_need
 
     results = [
@@ -453,7 +454,8 @@ def test_limit_need_takes_the_most_entries_of_each_function_wherever_held() -> N
         ),
     ]
     fixtures = [{"node": "t.py", "fixture": "module fixture 'model'", "functions": [_fn("h", 3)]}]
-    need = limit_need(results, fixtures)  # type: ignore[arg-type]
+    run = RunResults(tests={n: ("passed", d) for n, d in results}, fixtures=fixtures)  # type: ignore[misc]
+    need = limit_need(run)
     assert [(n["qualname"], n["most_entries"], n["where"]) for n in need["functions"]] == [
         ("f", 5, "t.py::test_b (pid 7)"),
         ("h", 3, "t.py: module fixture 'model'"),
@@ -465,10 +467,14 @@ def test_limit_need_takes_the_most_entries_of_each_function_wherever_held() -> N
     assert line is not None
     assert line.startswith("recompile_limit: one function held at most 5 cache entries (f f.py:1")
     assert "recompile_limit = 10 holds this run with 2x headroom" in line
-    hit = limit_need([("t.py::test_c", {"functions": [_fn("f", 8, True)], "processes": []})])  # type: ignore[list-item]
+    hit = limit_need(
+        RunResults(
+            tests={"t.py::test_c": ("passed", {"functions": [_fn("f", 8, True)], "processes": []})}
+        )
+    )  # type: ignore[dict-item]
     assert hit["hit"] == ["f"]
     assert "f hit the limit, so its need is unknown" in (limit_line(hit) or "")
-    assert limit_line(limit_need([])) is None
+    assert limit_line(limit_need(RunResults())) is None
 
 
 def test_the_summary_ends_with_the_recompile_limit_the_run_needs(run) -> None:
