@@ -1,14 +1,259 @@
-"""``pytest-recompile`` (and ``python -m pytest_recompile``): the commands beside the plugin.
+"""``pytest-recompile`` (and ``python -m pytest_recompile``): the commands beside the plugin,
+each reading JSON reports (``--recompile-report=PATH``) into the one results model.
 
-``pytest-recompile compare BASE.json HEAD.json`` compares two JSON reports
-(``--recompile-report=PATH``); see docs/compare.md and :mod:`.reports.compare`.
+- ``compare BASE.json HEAD.json``: what changed between two runs (docs/compare.md);
+- ``combine -o OUT.json SHARD.json...``: shards' reports merged into one run's (docs/shards.md);
+- ``report REPORT.json...``: the summary of a report (combined or one run's) as text,
+  Markdown or GitHub annotations, with the gate's exit status;
+- ``baseline BASELINE.json REPORT.json...``: a baseline updated from reports (shards').
+
+Exit status: 0 fine, 1 the gate or the comparison failed, 2 unreadable or unfit input.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Sequence
 
-from .reports.compare import main
+from .model.run import RunResults
+from .reports import compare as comparing
+from .reports.json_report import ReportError, load_report
+
+PROG = "pytest-recompile"
+FORMATS = ("text", "markdown", "github")
+
+
+def _measures(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [name for name in names if name not in comparing.MEASURES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown measure {', '.join(map(repr, unknown)) or repr(text)}; "
+            f"accepted: {', '.join(comparing.MEASURES)} (comma-separated)"
+        )
+    return names
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
+    return value
+
+
+def _count(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number (0 for all), got {text!r}")
+    return int(text)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog=PROG, description="Commands of the pytest-recompile plugin.")
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    compare = commands.add_parser(
+        "compare",
+        help="what changed between two JSON reports (--recompile-report=PATH)",
+        description=(
+            "Compare two JSON reports of pytest-recompile (a torch upgrade, a branch against "
+            "main), per test and per function. Exit status 1 where HEAD is worse on a measure "
+            "--fail-on names, 2 on unreadable input. Shards: combine each side first."
+        ),
+    )
+    compare.add_argument("base", metavar="BASE.json", help="the report to compare against")
+    compare.add_argument("head", metavar="HEAD.json", help="the report of the change")
+    compare.add_argument(
+        "more", nargs="*", metavar="", help=argparse.SUPPRESS
+    )  # named only to say: combine first
+    compare.add_argument(
+        "--format",
+        choices=comparing.FORMATS,
+        default="text",
+        help="output format (default: text)",
+    )
+    compare.add_argument(
+        "--fail-on",
+        type=_measures,
+        default=comparing.DEFAULT_FAIL_ON,
+        metavar="MEASURES",
+        help=f"comma-separated measures on which a worse HEAD exits 1 (default: "
+        f"{','.join(comparing.DEFAULT_FAIL_ON)}; also: guards, cache-entries, compile-seconds)",
+    )
+    compare.add_argument(
+        "--seconds",
+        type=_seconds,
+        default=comparing.DEFAULT_SECONDS,
+        metavar="S",
+        help=f"show a test's compile seconds only where they changed by S or more "
+        f"(default: {comparing.DEFAULT_SECONDS:g}; they are noisy)",
+    )
+    combine = commands.add_parser(
+        "combine",
+        help="merge shards' JSON reports into the report of one run of the whole suite",
+        description=(
+            "Merge the JSON reports of a suite's shards (CI machines, -k or directory splits, "
+            "pytest-split groups, reruns) into the report one run of the whole suite would "
+            "have written: every test once, the recompile_limit and durations over all "
+            "shards. Exit status 2 where the inputs are not shards of one run."
+        ),
+    )
+    combine.add_argument("inputs", nargs="+", metavar="SHARD.json", help="the shards' reports")
+    combine.add_argument(
+        "-o", "--output", required=True, metavar="OUT.json", help="where the report goes"
+    )
+    report = commands.add_parser(
+        "report",
+        help="the summary of a JSON report (one run's or combined), with the gate's status",
+        description=(
+            "Print the summary of a JSON report as the plugin prints it at the end of a run "
+            "(text), as the Markdown job summary, or as GitHub annotations. Several reports "
+            "are combined first. Exit status 1 where a test broke the gate or a shard stopped "
+            "early, 2 on unreadable input."
+        ),
+    )
+    report.add_argument("inputs", nargs="+", metavar="REPORT.json", help="the report(s)")
+    report.add_argument("--format", choices=FORMATS, default="text", help="(default: text)")
+    report.add_argument(
+        "--durations",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="also list the N tests and functions that spent the most seconds compiling "
+        "(text only; 0 for all)",
+    )
+    report.add_argument("--root", default=".", help="what paths are shown relative to (default: .)")
+    baseline = commands.add_parser(
+        "baseline",
+        help="update a baseline file from JSON reports (shards' or one run's)",
+        description=(
+            "Update BASELINE.json from the reports of an update run (--recompile-baseline-"
+            "update --recompile-report=PATH on each shard): the entries of the tests the "
+            "reports hold are replaced, every other entry is kept (--prune: dropped; give "
+            "every shard's report). Exit status 1 where a broken rule no baseline absorbs "
+            "remains, 2 on unreadable input or reports whose counts are partial."
+        ),
+    )
+    baseline.add_argument("baseline", metavar="BASELINE.json", help="created if missing")
+    baseline.add_argument("inputs", nargs="+", metavar="REPORT.json", help="the report(s)")
+    baseline.add_argument(
+        "--prune",
+        action="store_true",
+        help="drop the entries of tests the reports do not hold (deleted tests)",
+    )
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; see :func:`parser`."""
+    args = parser().parse_args(argv)
+    command = args.command
+    try:
+        if command == "compare":
+            if args.more:
+                raise ReportError(
+                    "compare takes one report a side; combine each side's shards first: "
+                    f"{PROG} combine -o base.json BASE-SHARDS... (and the same for head)"
+                )
+            return _compare(args, load_report(args.base), load_report(args.head))
+        run = _combined(args.inputs)
+        if command == "combine":
+            from .reports.files import write_json_atomic
+            from .reports.json_report import report_document
+
+            write_json_atomic(args.output, report_document(run))
+            print(
+                f"{PROG} combine: {len(args.inputs)} reports, {len(run.tests)} tests -> "
+                f"{args.output}"
+            )
+            return 0
+        if command == "report":
+            return _report(args, run)
+        return _baseline(args, run)
+    except ReportError as exc:
+        print(f"{PROG} {command}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"{PROG} {command}: cannot write: {exc}", file=sys.stderr)
+        return 2
+
+
+def _combined(paths: list[str]) -> RunResults:
+    from .reports.combine import combine
+
+    runs = [(path, load_report(path)) for path in paths]
+    return runs[0][1] if len(runs) == 1 else combine(runs)
+
+
+def _compare(args: argparse.Namespace, base: RunResults, head: RunResults) -> int:
+    found = comparing.compare(
+        base,
+        head,
+        base_path=args.base,
+        head_path=args.head,
+        fail_on=args.fail_on,
+        seconds=args.seconds,
+    )
+    sys.stdout.write(comparing.RENDERERS[args.format](found))
+    return 1 if found.failed else 0
+
+
+def _report(args: argparse.Namespace, run: RunResults) -> int:
+    from .reports.ci import annotation_lines, markdown_summary
+    from .reports.terminal import run_lines
+
+    if args.format == "markdown":
+        sys.stdout.write(markdown_summary(run, root=args.root))
+    elif args.format == "github":
+        sys.stdout.writelines(line + "\n" for line in annotation_lines(run, args.root))
+    else:
+        sys.stdout.writelines(line + "\n" for line, _ in run_lines(run))
+        if args.durations is not None:
+            from .reports.durations import duration_lines, title
+
+            print(title(args.durations))
+            for line in duration_lines(run, args.durations, root=args.root):
+                print(line)
+    broke = run.enforced and any(data["violations"] for _, data in run.results())
+    return 1 if broke or run.incomplete is not None else 0
+
+
+def _baseline(args: argparse.Namespace, run: RunResults) -> int:
+    import os
+
+    from .reports.baseline import read_baseline_document, unabsorbed, update_baseline
+    from .reports.files import write_json_atomic
+
+    partial = [nodeid for nodeid, data in run.results() if data["stopped_at"] is not None]
+    failed = [nodeid for nodeid, (outcome, _) in run.tests.items() if outcome != "passed"]
+    if run.incomplete is not None or partial or failed:
+        why = (
+            f"a report is incomplete ({run.incomplete})"
+            if run.incomplete is not None
+            else f"fail-fast stopped {partial[0]}: its counts are partial (update with "
+            "--recompile-baseline-update, which runs report-only)"
+            if partial
+            else f"{failed[0]} did not pass, so its counts may be incomplete"
+        )
+        raise ReportError(f"baseline {args.baseline} NOT updated: {why}")
+    old = None
+    if os.path.exists(args.baseline):
+        from .reports.baseline import BaselineError
+
+        try:
+            old = read_baseline_document(args.baseline, args.baseline)
+        except BaselineError as exc:
+            raise ReportError(str(exc)) from None
+    update = update_baseline(old, run, prune=args.prune)
+    write_json_atomic(args.baseline, update.document)
+    print(f"{PROG} baseline: {update.line(args.baseline)}")
+    beyond = unabsorbed(run)
+    for line in beyond:
+        print(line, file=sys.stderr)
+    return 1 if beyond else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,102 @@
+"""``pytest-recompile combine``: shards' JSON reports merged into the report one run of the
+whole suite would have written, as ``coverage combine`` merges parallel data files (pure:
+reports in, one :class:`RunResults` out).
+
+The rules (docs/shards.md):
+
+- every input is checked against the report schema, and all must come from one environment
+  (torch, its build, Python, pytest, pytest-recompile, platform) and one set of gate options;
+  the devices are the union of the shards';
+- each test appears once. The same test in two inputs is kept once where its results are the
+  same (timings and pids aside); else it must be a rerun: the earlier attempt (by the
+  report's ``created`` time, then by the order given) failed or errored, and the later one is
+  kept. Anything else is an error naming the test and both files;
+- a wider fixture set up the same way in several shards (its module's, its class's, the
+  session's) is kept once, as one run sets it up once; set up differently, each is kept;
+- the summary, ``recompile_limit`` and durations are computed over all the shards' tests and
+  fixtures, exactly as for one run; a shard that stopped early makes the result incomplete.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.results import without_timings
+from ..model.run import RunResults
+from .json_report import ReportError
+
+# The environment's fields that must agree (devices are merged).
+SAME_ENVIRONMENT = ("torch", "torch_build", "python", "pytest", "pytest_recompile", "platform")
+FAILED = ("failed", "error")
+
+
+class CombineError(ReportError):
+    """Inputs that do not combine into one run's report: one line naming them."""
+
+
+def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
+    """The run that ``inputs`` (each a path and its report, as loaded) are shards of."""
+    if not inputs:
+        raise CombineError("no reports to combine")
+    first_path, first = inputs[0]
+    environment = first.environment
+    settings = first.settings
+    assert environment is not None
+    assert settings is not None
+    devices: set[str] = set()
+    for path, run in inputs:
+        assert run.environment is not None
+        assert run.settings is not None
+        for key in SAME_ENVIRONMENT:
+            mine, theirs = run.environment.get(key), environment.get(key)
+            if mine != theirs:
+                raise CombineError(
+                    f"{path} ran on {key} {mine}, {first_path} on {key} {theirs}: reports of "
+                    "two environments are not shards of one run; combine each environment's "
+                    "shards apart (and compare the combined reports)"
+                )
+        for key, value in run.settings.items():
+            if value != settings.get(key):
+                raise CombineError(
+                    f"{path} ran with the gate option {key}={value!r}, {first_path} with "
+                    f"{key}={settings.get(key)!r}: shards of one run share its options"
+                )
+        devices.update(run.environment["devices"])
+    # The earliest report first: a later attempt of a test replaces an earlier failed one.
+    ordered = sorted(enumerate(inputs), key=lambda pair: (pair[1][1].created or "", pair[0]))
+    tests: dict[str, tuple[str, Any]] = {}
+    source: dict[str, str] = {}
+    combined = RunResults(
+        environment={**environment, "devices": sorted(devices)},
+        settings=settings,
+        created=max(run.created or "" for _, run in inputs) or None,
+    )
+    incomplete: list[str] = []
+    for index, (path, run) in ordered:
+        for nodeid, (outcome, data) in run.tests.items():
+            known = tests.get(nodeid)
+            if known is not None and _same(known, (outcome, data)):
+                continue  # the same results (timings aside): kept once
+            if known is not None and known[0] not in FAILED:
+                raise CombineError(
+                    f"test {nodeid} is in {source[nodeid]} ({_said(known)}) and in {path} "
+                    f"({_said((outcome, data))}): a test may be in two inputs only with "
+                    "the same results, or as a rerun after a failed attempt"
+                )
+            tests[nodeid], source[nodeid] = (outcome, data), path  # first, or a rerun
+        combined.add_fixtures(run.fixtures, f"{index}: {path}")
+        combined.faults += [fault for fault in run.faults if fault not in combined.faults]
+        if run.incomplete is not None:
+            incomplete.append(f"{path}: {run.incomplete}")
+    combined.tests = {nodeid: tests[nodeid] for nodeid in sorted(tests)}
+    combined.incomplete = "; ".join(incomplete) or None
+    return combined
+
+
+def _same(one: tuple[str, Any], other: tuple[str, Any]) -> bool:
+    return one[0] == other[0] and without_timings(one[1]) == without_timings(other[1])
+
+
+def _said(attempt: tuple[str, Any]) -> str:
+    outcome, data = attempt
+    return f"{outcome}, {data['recompiles']} recompiles, {len(data['violations'])} broken rules"
