@@ -112,3 +112,67 @@ def test_the_readme_ddp_failure_is_what_the_example_prints(request: pytest.Fixtu
     assert "terminated with signal" not in proc.stdout, proc.stdout[-3000:]
     assert_pasted(pasted, proc.stdout)
     assert "1 failed, 1 passed" in proc.stdout.splitlines()[-1]
+
+
+def test_the_sharded_workflow_works_as_written(pytester: pytest.Pytester) -> None:
+    """examples/github-actions-shards.yml (docs/shards.md): each shard's command as written,
+    for both groups of the matrix, then the final job's commands on their reports."""
+    pytest.importorskip("pytest_split")
+    workflow = (EXAMPLES / "github-actions-shards.yml").read_text()
+    runs = [line.split("run:", 1)[1].strip() for line in workflow.splitlines() if "run:" in line]
+    (shard,) = [line for line in runs if line.startswith("pytest ")]
+    shutil.copytree(EXAMPLES, pytester.path / "examples")
+    ran = {}
+    for group in ("1", "2"):
+        words = shard.replace("${{ matrix.group }}", group).split()
+        # pytest-split by its entry point's module: the inner run loads no plugin by itself.
+        result = pytester.runpytest_subprocess(
+            *inner_args(*words[1:], "examples", "-p", "pytest_split.plugin", "-p", "no:randomly")
+        )
+        ran[group] = result.parseoutcomes()
+        assert (pytester.path / f"recompiles-{group}.json").exists()
+    shards = [found.get("passed", 0) + found.get("failed", 0) for found in ran.values()]
+    assert shards == [1, 1], ran  # each test in one shard
+
+    # The gate job: main's combined report stands in for the one gh downloads (here the same
+    # run's, so the comparison finds no change).
+    bin_dir = os.path.dirname(sys.executable)  # where pip put the console script
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    commands = [
+        line.replace('"$GITHUB_STEP_SUMMARY"', "step_summary.md")
+        for line in (workflow.split("\n  gate:", 1)[1]).splitlines()
+        if line.strip().removeprefix("run:").strip().startswith("pytest-recompile")
+    ]
+    statuses = []
+    for line in commands:
+        line = line.strip().removeprefix("run:").strip()
+        if "main-report/" in line and not (pytester.path / "main-report").exists():
+            (pytester.path / "main-report").mkdir()
+            shutil.copy(pytester.path / "recompiles.json", pytester.path / "main-report")
+        done = subprocess.run(
+            line,
+            shell=True,
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
+            check=False,
+            env=env,
+        )
+        assert done.returncode in (0, 1), (line, done.stderr)
+        statuses.append((line.split()[1], done.returncode, done.stdout))
+    assert [(command, status) for command, status, _ in statuses] == [
+        ("combine", 0),
+        ("report", 1),  # the job summary: the example's step counter broke the gate
+        ("compare", 0),
+        ("compare", 0),
+        ("report", 1),  # the gate
+    ]
+    combined = json.loads((pytester.path / "recompiles.json").read_text())
+    assert [t["nodeid"] for t in combined["tests"]] == [
+        "examples/test_tinytrainer.py::test_train_with_python_step_counter",
+        "examples/test_tinytrainer.py::test_train_with_tensor_step_counter",
+    ]
+    summary = (pytester.path / "step_summary.md").read_text()
+    assert "1 broke the gate" in summary
+    assert summary.rstrip().endswith("**no change**")
+    assert statuses[-1][2].startswith("::error file=")
