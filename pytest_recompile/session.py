@@ -156,9 +156,8 @@ class SessionResults:
     def write_files(self, session: pytest.Session, exitstatus: int) -> None:
         settings = self.settings
         if settings.report is not None:
-            write_json_atomic(
-                settings.report, report_document(self.run, str(session.config.rootpath))
-            )
+            document = report_document(self.run, str(session.config.rootpath))
+            write_json_atomic(settings.report, document, rows=True)
             self.written.append(f"report written to {settings.report}")
         if settings.report_md is not None:
             write_text_atomic(settings.report_md, self.markdown(session.config))

