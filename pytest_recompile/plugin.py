@@ -25,7 +25,6 @@ from .model.names import (
     relative,
 )
 from .settings import (
-    BARE_FLAG_HINT,
     RUN_KEY,
     SETTINGS_KEY,
     Settings,
@@ -33,7 +32,7 @@ from .settings import (
     add_choice_option,
     add_count_option,
     add_path_option,
-    budget_option,
+    bare_budget_flags,
     durations_option,
     max_guards_option,
 )
@@ -49,11 +48,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         nargs="?",
         const="0",
         default=None,
-        type=budget_option,
         dest="recompile_budget",
         metavar="N",
-        help="gate every test: at most N torch.compile recompiles (bare flag: 0). "
-        f"{BARE_FLAG_HINT}.",
+        help="gate every test: at most N torch.compile recompiles (bare flag: 0; a word after "
+        "it that is not an integer is a test path, as after any flag).",
     )
     add_budget_ini(parser)
     add_count_option(
@@ -166,6 +164,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --recompile-baseline-update on a run of the whole suite: also drop the "
         "entries of tests that did not run (deleted tests).",
     )
+
+
+def pytest_load_initial_conftests(args: list[str]) -> None:
+    """A bare ``--recompile-budget`` before a test path is the flag, then the path."""
+    if "--recompile-budget" in args:
+        args[:] = bare_budget_flags(args)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -28,7 +28,10 @@ SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
 BUDGET_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
 RUN_KEY: pytest.StashKey[TestRun] = pytest.StashKey()  # the gate's, per test it follows
 
-BARE_FLAG_HINT = "write --recompile-budget=N, or put test paths before a bare --recompile-budget"
+BARE_FLAG_HINT = (
+    "a bare --recompile-budget is a budget of 0, and a word after it that is not an integer is "
+    "a test path; write --recompile-budget=N for another budget"
+)
 
 
 class Settings:
@@ -141,7 +144,12 @@ def _count_option(config: pytest.Config, name: str) -> Rule[int] | None:
     """--recompile-NAME=N (argparse checked it), else its ini twin recompile_NAME, an int or a
     string (see :func:`add_int_ini`), checked here; else None."""
     ini_name, flag = f"recompile_{name}", f"--recompile-{name.replace('_', '-')}"
-    value: int | None = config.getoption(ini_name)
+    value: int | str | None = config.getoption(ini_name)
+    if isinstance(value, str):  # --recompile-budget: checked here, see bare_budget_flags
+        try:
+            value = budget_option(value)
+        except argparse.ArgumentTypeError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if value is not None:
         from .model.budget import Rule
 
@@ -314,8 +322,26 @@ def max_guards_option(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def bare_budget_flags(args: list[str]) -> list[str]:
+    """``args`` with each bare ``--recompile-budget`` followed by a word that is not an
+    integer (``pytest --recompile-budget tests/``, ``-n 2 --recompile-budget .``) written
+    ``--recompile-budget=0``: the word is a test path, as after any other flag. An integer
+    after the flag stays its budget (``--recompile-budget 3 tests/``).
+
+    argparse would take the word as the flag's value (``nargs="?"``): pytest's
+    ``pytest_load_initial_conftests`` hands plugins the arguments before its last parse, and
+    the option is declared without a ``type=`` so that the parses before it let the word
+    through (its value is checked in :func:`_count_option`)."""
+    found = list(args)
+    for index, word in enumerate(found[:-1]):
+        after = found[index + 1]
+        if word == "--recompile-budget" and not after.startswith("-") and not after.isdigit():
+            found[index] = "--recompile-budget=0"
+    return found
+
+
 def budget_option(text: str) -> int:
-    """argparse ``type=`` of --recompile-budget."""
+    """The value of --recompile-budget, checked."""
     from .model.budget import BudgetError, parse_count_text
 
     try:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import textwrap
 from glob import escape as esc
 
 import pytest
-from snippets import DOUBLE, assert_marker_error, assert_totals, inner_args
+from snippets import DOUBLE, HEADER, assert_marker_error, assert_totals, inner_args
 
 from pytest_recompile.model.names import (
     EXPECT_GUARDS_FORM,
@@ -134,16 +135,55 @@ def test_bad_cli_budget(run, value: str) -> None:
     result = run("def test_x():\n    pass\n", f"--recompile-budget={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        [f"*argument --recompile-budget: {PREFIX} --recompile-budget: expected a non-negative*"]
-    )
+        [f"*{PREFIX} --recompile-budget: expected a non-negative integer such as 0 or 3, got "
+         f"'{value}'; {BARE_FLAG_HINT}"]
+    )  # fmt: skip
 
 
-def test_bare_flag_before_a_path_says_how_to_write_it(run, pytester: pytest.Pytester) -> None:
-    result = run("def test_x():\n    pass\n", "--recompile-budget", "test_it.py")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*got 'test_it.py'; {BARE_FLAG_HINT}*"])
-    ok = pytester.runpytest(*inner_args("test_it.py", "--recompile-budget", "-p", "no:randomly"))
-    ok.assert_outcomes(passed=1)
+STEPS = """
+step = 0
+
+@torch.compile(backend="eager")
+def f(x):
+    return x + step
+
+def test_steps():
+    global step
+    for step in range(3):
+        f(torch.ones(2))
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "budget"),
+    [
+        (["--recompile-budget", "tests/"], 0),
+        (["--recompile-budget", "."], 0),
+        (["--recompile-budget", "tests/test_it.py::test_steps"], 0),
+        (["--recompile-budget", "tests/test_it.py", "-k", "steps"], 0),
+        (["--recompile-budget", "3", "tests/"], 3),
+        (["tests", "--recompile-budget"], 0),
+        (["--recompile-budget=2", "tests"], 2),
+    ],
+    ids=["dir", "dot", "nodeid", "file-then-k", "integer-then-dir", "paths-first", "equals"],
+)
+def test_a_bare_flag_before_paths_is_the_flag_then_the_paths(
+    run, pytester: pytest.Pytester, args: list[str], budget: int
+) -> None:
+    """As after every other pytest flag: a word after a bare --recompile-budget that is not
+    an integer is a test path; an integer is still the budget."""
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_it.py").write_text(HEADER + textwrap.dedent(STEPS))
+    import torch._dynamo  # (the run fixture makes in-process runs safe for torch)
+
+    torch._dynamo.reset()
+    result = pytester.runpytest(*inner_args(*args, "-p", "no:randomly"))
+    result.stdout.fnmatch_lines([f"recompile gate: active, default budget {budget} *"])
+    if budget >= 2:
+        result.assert_outcomes(passed=1)
+    else:
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines([f"*1 recompile of f (EQUALS_MATCH*budget {budget} *"])
 
 
 @pytest.mark.parametrize(
@@ -244,3 +284,15 @@ def test_sees_clean_state():
 def test_header_only_when_the_gate_is_on(run) -> None:
     result = run("def test_x():\n    pass\n")
     assert "recompile gate" not in result.stdout.str()
+
+
+@pytest.mark.xdist
+def test_n_2_then_a_bare_flag_then_a_path(pytester: pytest.Pytester) -> None:
+    """The form the issue's new user typed: ``pytest -n 2 --recompile-budget .``."""
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_it.py").write_text(HEADER + textwrap.dedent(STEPS))
+    result = pytester.runpytest_subprocess(
+        *inner_args("-p", "xdist", "-n", "2", "--recompile-budget", ".", "-p", "no:randomly")
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*1 recompile of f (EQUALS_MATCH*budget 0 (--recompile-budget=0)"])
