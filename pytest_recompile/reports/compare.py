@@ -131,14 +131,22 @@ class Change:
     head: float
     detail: str = ""  # new kinds, new values, the sites of graph breaks
 
+    moved: bool = False  # graph breaks at other lines, as many and for the same reasons
+
     @property
     def worse(self) -> bool:
         return self.head > self.base or (self.measure == "guards" and bool(self.detail))
+
+    @property
+    def better(self) -> bool:
+        return self.head < self.base and not self.worse
 
     def text(self) -> str:
         """``recompiles 0 -> 1 (+1; failing guards: TENSOR_MATCH(size))``."""
         if self.measure == "compile-seconds":
             return f"compile seconds {self.base:.2f} s -> {self.head:.2f} s"
+        if self.moved:
+            return f"graph {'break' if self.head == 1 else 'breaks'} {self.detail}"
         delta = int(self.head - self.base)
         said = [f"{delta:+d}"] if delta else []
         said += [self.detail] if self.detail else []
@@ -153,6 +161,7 @@ class Change:
             "head": self.head,
             "detail": self.detail,
             "worse": self.worse,
+            "moved": self.moved,
         }
 
 
@@ -177,6 +186,30 @@ def _function_changes(name: str, base: FunctionFigures, head: FunctionFigures) -
     return found
 
 
+def _break_changes(base: dict[str, str], head: dict[str, str]) -> list[Change]:
+    """New and gone graph breaks, by site; a break whose site changed but whose reason did
+    not (code above it moved) is a move, neither better nor worse."""
+    new = [site for site in head if site not in base]
+    gone = [site for site in base if site not in head]
+    moves = []
+    for site in list(new):
+        match = next((old for old in gone if base[old] == head[site]), None)
+        if match is not None:
+            moves.append(f"moved from {match} to {site}: {head[site]}")
+            new.remove(site)
+            gone.remove(match)
+    found = []
+    if moves:
+        found.append(Change("graph-breaks", None, len(moves), len(moves), "; ".join(moves), True))
+    if new or gone:
+        said = [f"new at {s}: {head[s]}" for s in new] + [f"gone at {s}" for s in gone]
+        found.append(
+            Change("graph-breaks", None, len(base) - len(moves), len(head) - len(moves),
+                   "; ".join(said))
+        )  # fmt: skip
+    return found
+
+
 def test_changes(base: TestFigures, head: TestFigures, seconds: float) -> list[Change]:
     """What differs between a test's two runs, worst measures first."""
     found: list[Change] = []
@@ -188,12 +221,7 @@ def test_changes(base: TestFigures, head: TestFigures, seconds: float) -> list[C
             base.functions.get(name, FunctionFigures()),
             head.functions.get(name, FunctionFigures()),
         )
-    new = [f"new at {s}: {head.breaks[s]}" for s in head.breaks if s not in base.breaks]
-    gone = [f"gone at {s}" for s in base.breaks if s not in head.breaks]
-    if new or gone:
-        found.append(
-            Change("graph-breaks", None, len(base.breaks), len(head.breaks), "; ".join(new + gone))
-        )
+    found += _break_changes(base.breaks, head.breaks)
     if abs(head.compile_seconds - base.compile_seconds) >= seconds:
         found.append(Change("compile-seconds", None, base.compile_seconds, head.compile_seconds))
     return sorted(found, key=lambda c: (MEASURES.index(c.measure), c.function or ""))
@@ -214,15 +242,19 @@ class Comparison:
 
     def totals(self, worse: bool) -> dict[str, tuple[float, int]]:
         """Per measure: the summed change (HEAD's more where ``worse``, else its less) and how
-        many tests it is in. A test's recompiles are its own line's (its functions' lines
-        are their detail)."""
+        many tests it is in. Recompiles are counted per function, so that one moved from
+        ``f`` to ``g`` is one more (in ``g``) and one fewer (in ``f``); the test's own line
+        counts where no function line does."""
         found: dict[str, tuple[float, int]] = {}
         for changes in self.changed.values():
             mine: dict[str, float] = {}
+            per_function = any(
+                c.function is not None and c.measure == "recompiles" for c in changes
+            )
             for change in changes:
-                if change.worse != worse:
+                if not (change.worse if worse else change.better):
                     continue
-                if change.function is not None and change.measure == "recompiles":
+                if change.measure == "recompiles" and per_function == (change.function is None):
                     continue
                 mine[change.measure] = mine.get(change.measure, 0.0) + abs(
                     change.head - change.base
@@ -238,12 +270,19 @@ class Comparison:
         worse = self.totals(worse=True)
         return [m for m in self.fail_on if m in worse]
 
+    def moved(self) -> int:
+        """Tests whose graph breaks moved (other lines, the same reasons)."""
+        return sum(1 for changes in self.changed.values() if any(c.moved for c in changes))
+
     def verdict(self) -> str:
         worse, better = self.totals(worse=True), self.totals(worse=False)
         only = len(self.only_base) + len(self.only_head)
         tail = f"; {plural(only, 'test')} in one run only" if only else ""
+        moved = self.moved()
+        if moved:
+            tail = f"; graph breaks moved to other lines ({plural(moved, 'test')})" + tail
         if not worse and not better:
-            return f"no change{tail}"
+            return f"no change{tail}" if not moved else f"no better, no worse{tail}"
         parts = []
         if worse:
             word = "HEAD is worse" if self.failed else "HEAD is worse where --fail-on does not look"

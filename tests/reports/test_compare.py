@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from snippets import GUARD_LINES, inner_args
@@ -267,3 +268,147 @@ def test_the_console_script_and_python_m(reports: Path) -> None:
     imported = {line.rpartition("|")[2].strip() for line in timed.stderr.splitlines()}
     assert "pytest_recompile.reports.compare" in imported
     assert not {"torch", "pytest", "_pytest"} & imported
+
+
+MOVES_BASE = """
+import torch
+
+
+@torch.compile(backend="eager")
+def f(x):
+    return x + 1
+
+
+@torch.compile(backend="eager")
+def g(x):
+    return x * 2
+
+
+@torch.compile(backend="eager")
+def talk(x):
+    x = x + 1
+    torch._dynamo.graph_break()
+    return x * 2
+
+
+def test_moves():
+    f(torch.ones(2))
+    f(torch.ones(2, 2))  # a recompile of f (rank)
+    g(torch.ones(2))
+
+
+def test_break():
+    talk(torch.ones(2))
+"""
+
+# HEAD: the recompile moves from f to g, and the graph break one line lower.
+MOVES_HEAD = MOVES_BASE.replace(
+    "    f(torch.ones(2, 2))  # a recompile of f (rank)\n    g(torch.ones(2))",
+    "    g(torch.ones(2))\n    g(torch.ones(2, 2))  # a recompile of g (rank)",
+).replace(
+    "    x = x + 1\n    torch._dynamo.graph_break()",
+    "    x = x + 1\n    x = x - 0\n    torch._dynamo.graph_break()",
+)
+
+
+def test_a_moved_recompile_is_worse_and_a_moved_break_is_a_move(
+    run, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    assert MOVES_HEAD.count("a recompile of g") == 1
+    assert MOVES_HEAD.count("x - 0") == 1
+    for name, source in (("base", MOVES_BASE), ("head", MOVES_HEAD)):
+        (pytester.path / "test_suite.py").write_text(source)
+        args = (
+            "--recompile-budget",
+            "--recompile-mode=report-only",
+            f"--recompile-report={name}.json",
+        )
+        pytester.runpytest(*inner_args(*args, "-p", "no:randomly")).assert_outcomes(passed=2)
+        sys.modules["torch._dynamo"].reset()
+    monkeypatch.chdir(pytester.path)
+    # g recompiles where it did not: docs/compare.md compares each function's recompiles.
+    assert main(["compare", "base.json", "head.json"]) == 1
+    out = capsys.readouterr().out
+    pytest.LineMatcher(out.splitlines()).fnmatch_lines(
+        [
+            "test_suite.py::test_break",
+            "  graph break moved from */test_suite.py:18 in talk to */test_suite.py:19 in talk: *",
+            "test_suite.py::test_moves",
+            "  f: recompiles 1 -> 0 (-1), cache entries 2 -> 1 (-1)*",
+            "  g: recompiles 0 -> 1 (+1; failing guards: TENSOR_MATCH(rank)), cache *",
+            "verdict: HEAD is worse: 1 more recompile (1 test), 1 more cache entry (1 test)*; "
+            "better: 1 fewer recompile (1 test), 1 fewer cache entry (1 test)*; graph breaks "
+            "moved to other lines (1 test)",
+        ]
+    )
+    # The break alone, moved: no better, no worse, exit 0.
+    assert main(["compare", "base.json", "head.json", "--fail-on=graph-breaks"]) == 0
+    verdict = capsys.readouterr().out.splitlines()[-1]
+    assert "new graph breaks" not in verdict
+    assert "graph breaks moved to other lines (1 test)" in verdict
+
+
+def _at(data: Any, path: str) -> tuple[Any, str]:
+    """The container of ``path`` (``tests.0.functions``) in ``data``, and its last key."""
+    *parents, last = path.split(".")
+    for key in parents:
+        data = data[int(key)] if isinstance(data, list) else data[key]
+    return data, last
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "said"),
+    [
+        ("environment", "torch", "environment: expected object, got string"),
+        ("environment.torch", 2, "environment.torch: expected string or null, got integer"),
+        ("settings.mode", "sometimes", 'settings.mode: expected one of "fail-fast", "at-end"'),
+        ("summary.recompiles", "3", "summary.recompiles: expected integer, got string"),
+        ("tests", {}, "tests: expected array, got object"),
+        ("tests.0", [], "tests[0]: expected object, got array"),
+        ("tests.0.functions", "f", "tests[0].functions: expected array, got string"),
+        ("tests.0.recompiles", -1, "tests[0].recompiles: expected at least 0, got -1"),
+        ("tests.0.functions.0.qualname", None, "tests[0].functions[0].qualname: expected string"),
+        (
+            "tests.0.functions.0.recompiles.0.reasons",
+            "x",
+            "tests[0].functions[0].recompiles[0].reasons: expected array, got string",
+        ),
+        ("fixtures", None, "fixtures: expected array, got null"),
+        ("recompile_limit.suggested", 1.5, "recompile_limit.suggested: expected integer"),
+        ("tests.0.recompiles", None, "tests[0].recompiles: expected integer, got null"),
+    ],
+)
+def test_every_misfit_of_a_real_report_is_one_line_naming_the_field(
+    reports: Path, capsys: pytest.CaptureFixture[str], path: str, value: Any, said: str
+) -> None:
+    data = json.loads((reports / "head.json").read_text())
+    data["tests"].sort(key=lambda t: -len(t["functions"][0]["recompiles"]))  # a recompile first
+    container, key = _at(data, path)
+    container[int(key) if isinstance(container, list) else key] = value
+    (reports / "bad.json").write_text(json.dumps(data))
+    assert main(["compare", "bad.json", "base.json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        next(line for line in captured.err.splitlines() if line.startswith("pytest-recompile"))
+    ]
+    assert f"pytest-recompile compare: bad.json: does not fit the report schema: {said}" in (
+        captured.err
+    )
+
+
+@pytest.mark.parametrize("field", ["environment", "tests", "recompile_limit", "schema"])
+def test_a_report_without_a_required_field_is_one_line(
+    reports: Path, capsys: pytest.CaptureFixture[str], field: str
+) -> None:
+    data = json.loads((reports / "base.json").read_text())
+    del data[field]
+    (reports / "bad.json").write_text(json.dumps(data))
+    assert main(["compare", "base.json", "bad.json"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    if field == "schema":
+        assert "bad.json: not a pytest-recompile report" in err
+    else:
+        missing = f"the document: missing required field '{field}'"
+        assert f"bad.json: does not fit the report schema: {missing}" in err
