@@ -10,6 +10,7 @@ neither pytest nor torch (recording and child processes use it).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .budget import Budget, Rule
@@ -244,20 +245,45 @@ def guard_text(kind: str, detail: str | None, text: str, actual: str | None = No
     return f"{label_for(kind, detail)}: {text}{passed}"
 
 
-def site_lines(reason: ReasonResult, root: str | None = None, indent: str = "      ") -> list[str]:
+_RESUME = re.compile(r"torch_dynamo_resume_in_(\w+?)_at_(\d+)")
+
+
+def function_name(name: str, qualname: str | None = None) -> str:
+    """A function as users know it: torch names the code after a graph break
+    ``torch_dynamo_resume_in_forward_at_42``; this says ``BreakNet.forward (after its graph
+    break at line 42)``, with ``qualname``, the compiled function's, where it is that one."""
+    found = _RESUME.fullmatch(name)
+    if found is None:
+        return name
+    parent, line = found.groups()
+    if qualname is not None and qualname.rpartition(".")[2] == parent:
+        parent = qualname
+    return f"{parent} (after its graph break at line {line})"
+
+
+def site_lines(
+    reason: ReasonResult,
+    root: str | None = None,
+    indent: str = "      ",
+    qualname: str | None = None,
+) -> list[str]:
     """Where torch says the failing guard's value was read: ``guard from file:line in f:
     code``, and the user's own line where that one is library code; none where torch gave no
-    location (older releases, tensors, global state)."""
+    location (older releases, tensors, global state). ``qualname``: the compiled function's,
+    which names the part of it after a graph break (see :func:`function_name`)."""
     lines = []
     for word, site in (("guard from", reason["site"]), ("in your code", reason["own_site"])):
         if site is not None:
             code = f": {site['code']}" if site["code"] else ""
             where = source_location(site, root)
-            lines.append(f"{indent}{word} {where} in {site['function']}{code}")
+            named = function_name(site["function"], qualname)
+            lines.append(f"{indent}{word} {where} in {named}{code}")
     return lines
 
 
-def recompile_line(index: int, recompile: RecompileResult, root: str | None = None) -> list[str]:
+def recompile_line(
+    index: int, recompile: RecompileResult, root: str | None = None, qualname: str | None = None
+) -> list[str]:
     entry = f" [{recompile['compile_id']}]"
     resume = " (graph-break resume frame)" if recompile["resume"] else ""
     tail = f"   <- {STOPPED}" if recompile["stopped"] else ""
@@ -265,7 +291,7 @@ def recompile_line(index: int, recompile: RecompileResult, root: str | None = No
         return [f"    recompile {index}{entry}{resume}: (torch gave no reason){tail}"]
     first, *others = recompile["reasons"]
     lines = [f"    recompile {index}{entry}{resume} {reason_text(first)}{tail}"]
-    lines += site_lines(first, root)
+    lines += site_lines(first, root, qualname=qualname)
     if others:
         older = others[0]
         more = f" and {len(others) - 1} more" if len(others) > 1 else ""
@@ -305,7 +331,7 @@ def function_block(
     ]
     fixes: list[tuple[str, str]] = []
     for index, recompile in enumerate(fn["recompiles"], 1):
-        lines += recompile_line(index, recompile, root)
+        lines += recompile_line(index, recompile, root, fn["qualname"])
         fixes += [(reason_label(r), reason_hint(r)) for r in recompile["reasons"][:1]]
     if any(_attempt(r["compile_id"]) > fn["cache_entries"] for r in fn["recompiles"]):
         lines.append(f"    {COMPILE_ID_NOTE}")
@@ -567,12 +593,21 @@ def cache_text(caches: CachesResult | None) -> str:
     return f"{state}: {'; '.join(parts)}"
 
 
+LIMIT_UNMEASURED = (
+    "recompile_limit: not measured: the compiled functions' cache entries were gone when read "
+    "(torch's caches were reset during the tests, as torch._dynamo.reset() and "
+    "torch._dynamo.explain() do)"
+)
+
+
 def limit_line(need: LimitResult, root: str | None = None) -> str | None:
     """The summary's last line: the most entries one function held, and the limit that
     holds the run; None when nothing was compiled."""
     if not need["functions"]:
         return None
     top = need["functions"][0]
+    if top["most_entries"] == 0:
+        return LIMIT_UNMEASURED
     at = location(top["file"], top["line"], root)
     entries = "cache entry" if top["most_entries"] == 1 else "cache entries"
     line = (

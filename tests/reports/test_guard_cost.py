@@ -600,3 +600,28 @@ def test_functions_sharing_torchs_wrapper_get_their_own_entries(run) -> None:
         (entry,) = fn["entries"]
         assert entry["guards"] is not None  # its own tree, read
         assert entry["guards"] > 0
+
+
+def test_a_reset_in_the_test_leaves_the_limit_unmeasured_not_1(run) -> None:
+    """torch._dynamo.explain() resets torch: the entries are gone when read, and the summary
+    says so instead of 'held at most 0 cache entries ... recompile_limit = 1 holds'."""
+    from pytest_recompile.model.messages import LIMIT_UNMEASURED
+
+    result = run(
+        """
+@torch.compile(backend="eager")
+def f(x):
+    return x + 1
+
+def plain(x):
+    return x * 2
+
+def test_explain():
+    f(torch.ones(2))
+    torch._dynamo.explain(plain)(torch.ones(2))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([LIMIT_UNMEASURED])
+    result.stdout.no_fnmatch_line("*held at most 0 cache entries*")

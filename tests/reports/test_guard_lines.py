@@ -212,3 +212,46 @@ def test_failure_json_markdown_and_annotation_name_the_line(run, suite: pytest.P
 def test_the_same_under_xdist(run, suite: pytest.Pytester) -> None:
     result = suite.runpytest_subprocess(*inner_args(*GATE, "-p", "xdist", "-n", "2"))
     _check(result, suite.path)
+
+
+def test_the_part_after_a_graph_break_is_named_as_users_know_it() -> None:
+    from pytest_recompile.model.messages import function_name
+
+    resume = "torch_dynamo_resume_in_forward_at_42"
+    assert function_name(resume, "BreakNet.forward") == (
+        "BreakNet.forward (after its graph break at line 42)"
+    )
+    assert function_name(resume) == "forward (after its graph break at line 42)"
+    assert function_name(resume, "other") == "forward (after its graph break at line 42)"
+    assert function_name("forward", "BreakNet.forward") == "forward"
+
+
+BREAKNET = """
+class BreakNet(torch.nn.Module):
+    def forward(self, x, n):
+        x = x + 1
+        torch._dynamo.graph_break()
+        return x * n
+
+
+net = torch.compile(BreakNet(), backend="eager")
+
+
+def test_resume():
+    net(torch.ones(2), 2)
+    net(torch.ones(2), 3)  # the part after the break reads n: a recompile of that part
+"""
+
+
+@pytest.mark.skipif(GUARD_LINES != "stack", reason="torch names the guard's line from 2.11 on")
+def test_a_recompile_after_a_graph_break_names_the_compiled_function(run) -> None:
+    result = run(BREAKNET, "--recompile-budget")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "    recompile 1 [[]*[]] (graph-break resume frame) EQUALS_MATCH: n == 2 (this call: *",
+            "      guard from test_it.py:9 in BreakNet.forward (after its graph break at line 8): "
+            "return x * n",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*torch_dynamo_resume_in*")
