@@ -229,8 +229,10 @@ def _report(args: argparse.Namespace, run: RunResults) -> int:
             print(title(args.durations))
             for line in duration_lines(run, args.durations, root=args.root):
                 print(line)
+    from .reports.terminal import fails_switched_off
+
     broke = run.enforced and any(data["violations"] for _, data in run.results())
-    return 1 if broke or run.incomplete is not None else 0
+    return 1 if broke or run.incomplete is not None or fails_switched_off(run) else 0
 
 
 def _baseline(args: argparse.Namespace, run: RunResults) -> int:

@@ -49,6 +49,8 @@ class Gate:
         self._unstop: Any = None
         self.children = parent.Children(self.faults)  # their records (processes on)
         self.degraded: list[str] = []  # features this torch lacks, told once on a report
+        self.disabled: list[str] = []  # how compile was switched off, told once on a report
+        self._switched_off: set[str] = set()  # each told once per process
         self.threads = Threads()
         self.wider = WiderFixtures(
             self.ledger, self.faults, self.threads, self.children, lambda: self.current
@@ -261,6 +263,10 @@ class Gate:
         run.isolating_setup = isolated and self.keeps_entries
 
     def call_phase(self, item: pytest.Item, verdict: TestVerdict) -> Generator[None, None, None]:
+        off = self.faults.call(instruments.compile_switched_off)  # a session fixture's stance
+        if off and off not in self._switched_off:  # included: set up by now
+            self._switched_off.add(off)
+            self.disabled.append(off)
         failure: BaseException | None = None
         try:
             result = yield
@@ -334,11 +340,12 @@ class Gate:
             "gated": call.when == "teardown" and item.stash.get(BUDGET_KEY, None) is not None,
             "fixtures": run.fixtures if run is not None and call.when == "setup" else [],
             "degraded": self.degraded,  # told once per process; the summary says each once
+            "disabled": self.disabled,
             "faults": [f"{item.nodeid}: {f}" for f in self.faults.take()],
             "threads": self.faults.call(self.threads.take) or [],
             "trace": None,  # the folder its trace was kept in (set by traces.py)
         }
-        self.degraded = []
+        self.degraded, self.disabled = [], []
         if any(carried.values()):
             report.recompile = carried
         self._gate_longrepr(item, call, report, verdict)

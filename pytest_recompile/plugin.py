@@ -17,6 +17,7 @@ import pytest
 
 from .model.names import (
     GITHUB_MODES,
+    IF_DISABLED,
     MARKER_LINES,
     MARKERS,
     MODES,
@@ -99,6 +100,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "on (default): compiles in the Python child processes a gated test starts "
         "(spawn, fork, subprocess, torchrun ranks) are recorded and judged per process; "
         "off: only the test's own process is gated.",
+    )
+    add_choice_option(
+        group,
+        parser,
+        "if_disabled",
+        IF_DISABLED,
+        "where torch.compile is switched off (TORCH_COMPILE_DISABLE=1, "
+        "torch._dynamo.config.disable, a force_eager stance), gated tests run eagerly and "
+        "their 0 recompiles measure nothing: fail (default) fails the run, saying so; warn "
+        "only says so (an eager CPU lane that means it).",
     )
     add_path_option(
         group,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from . import __version__
-from ._torch import caches, versions
+from ._torch import caches, instruments, versions
 from .model.messages import other_torch, plural
 from .model.names import PREFIX
 from .model.results import Carried, Environment, ReportSettings
@@ -35,6 +35,8 @@ from .reports.terminal import (
     MISSING,
     fixture_limit_lines,
     outlived_lines,
+    switched_off_header,
+    switched_off_line,
     terminal_lines,
 )
 from .settings import Settings
@@ -55,6 +57,9 @@ class SessionReport:
 
     def lines(self) -> Iterator[tuple[str, bool]]:
         run = self.run
+        off = switched_off_line(run)
+        if off is not None and off[1]:  # fails the run: said first, in red
+            yield off
         plain = terminal_lines(run, verbose=self.verbose)
         if self.incomplete is not None:
             plain.append(f"{INCOMPLETE}: {self.incomplete}")
@@ -63,6 +68,8 @@ class SessionReport:
         plain += outlived_lines(run.outlived)
         if self.baseline_note is not None:
             plain.append(other_torch(self.baseline_note))
+        if off is not None and not off[1]:
+            plain.append(off[0])
         yield from ((line, False) for line in plain + list(run.notes) + self.written)
         faults = [f"{FAULT}: {fault}" for fault in run.faults]
         red = fixture_limit_lines(run.fixtures) + faults + self.errors
@@ -93,6 +100,8 @@ class SessionResults:
             return []
         job_id = caches.job_id()  # torch is imported only where it already is
         told = [job_id_line(job_id)] if job_id else []
+        off = instruments.compile_switched_off()  # the same: the environment before import
+        told += [switched_off_header(off)] if off else []
         return [self.settings.header(), *versions.untested_lines(), *told]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -107,7 +116,13 @@ class SessionResults:
         self.missing = missing_text(self.run.missing())
         run = self.run
         run.incomplete = self.incomplete or self.missing
-        run.environment = {**run_environment(), "devices": []}
+        run.environment = {
+            **run_environment(),
+            "devices": [],
+            "compile_disabled": list(run.disabled),
+        }
+        if run.disabled and self.settings.if_disabled == "fail" and exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that gated nothing
         run.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         try:
             self.write_files(session, exitstatus)
@@ -136,7 +151,7 @@ class SessionResults:
 
     def report(self, config: pytest.Config) -> SessionReport | None:
         run = self.run
-        told = run.tests or run.fixtures or run.faults or run.notes or run.outlived
+        told = run.tests or run.fixtures or run.faults or run.notes or run.outlived or run.disabled
         if not (told or self.written or self.errors):
             return None
         annotations = annotation_lines(run, ci_root(config)) if self.settings.github else []
@@ -202,6 +217,7 @@ def report_settings(settings: Settings) -> ReportSettings:
         "fullgraph": settings.fullgraph is not None,
         "baseline": settings.baseline,
         "max_guards": settings.max_guards.value if settings.max_guards else None,
+        "if_disabled": settings.if_disabled,
     }
 
 

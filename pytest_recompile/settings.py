@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .model.names import GITHUB_MODES, MODES, PREFIX, PROCESS_MODES
+from .model.names import GITHUB_MODES, IF_DISABLED, MODES, PREFIX, PROCESS_MODES
 
 # The budget module is imported where a count is given, the report and baseline writers where a file
 # is asked for: a run that asks for nothing never loads them.
@@ -58,6 +58,7 @@ class Settings:
     # "baseline from torch 2.14.1; this run 2.15.0" when the baseline was taken on another torch
     baseline_note: str | None = None
     processes: bool = True  # record and judge compiles in the test's child processes
+    if_disabled: str = "fail"  # a gate whose torch.compile was switched off: fail, or warn
     max_guards: Rule[int] | None = None  # every gated test's guards per cache entry
     durations: int | None = None  # --recompile-durations=N: list the N slowest (0: all)
     trace: str | None = None  # where the structured traces of tests that broke the gate go
@@ -95,6 +96,7 @@ class Settings:
             default=default,
             max_guards=_max_guards(config),
             processes=_choice(config, "recompile_processes", PROCESS_MODES) == "on",
+            if_disabled=_choice(config, "recompile_if_disabled", IF_DISABLED),
             mode=mode,
             keep_caches=keep,
             fullgraph=fullgraph,
@@ -406,6 +408,6 @@ def add_choice_option(
 ) -> None:
     """``--recompile-NAME=CHOICE`` and its ini twin ``recompile_NAME`` (default: the first
     choice), as :func:`pytest_recompile.settings._choice` reads them."""
-    flag = f"--recompile-{name}"
+    flag = f"--recompile-{name.replace('_', '-')}"
     group.addoption(flag, choices=choices, default=None, dest=f"recompile_{name}", help=help)
     parser.addini(f"recompile_{name}", f"like {flag}", default=choices[0])

@@ -230,6 +230,29 @@ def rebased(saved: CompileState, before: CompileState, after: CompileState) -> C
     return CompileState(stance, config)
 
 
+FORCE_EAGER = 'torch.compiler.set_stance("force_eager")'
+
+
+def compile_switched_off() -> str | None:
+    """How torch.compile is switched off in this process now, as the user wrote it
+    (``TORCH_COMPILE_DISABLE=1``, ``torch._dynamo.config.disable = True``, a ``force_eager``
+    stance); None where it compiles. Where torch is not imported yet, only the environment
+    is read (torch reads ``TORCH_COMPILE_DISABLE`` into ``config.disable`` at import)."""
+    import sys
+
+    variable = os.environ.get("TORCH_COMPILE_DISABLE")
+    if "torch._dynamo" not in sys.modules:
+        return "TORCH_COMPILE_DISABLE=1" if variable == "1" else None
+    from torch._dynamo import config, eval_frame
+
+    if getattr(config, "disable", False):
+        return (
+            "TORCH_COMPILE_DISABLE=1" if variable == "1" else "torch._dynamo.config.disable = True"
+        )
+    stance = getattr(getattr(eval_frame, "_stance", None), "stance", "default")
+    return FORCE_EAGER if stance == "force_eager" else None
+
+
 def default_stance() -> bool:
     """Whether torch.compile runs under its default stance (no ``fail_on_recompile``,
     ``eager_then_compile``, ... set by the user)."""

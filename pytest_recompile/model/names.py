@@ -61,6 +61,7 @@ MARKER_LINES = (
 MODES = ("fail-fast", "at-end", "report-only")
 GITHUB_MODES = ("auto", "on", "off")
 PROCESS_MODES = ("on", "off")
+IF_DISABLED = ("fail", "warn")  # --recompile-if-disabled: a gate whose compile was off
 
 # The contract with child processes (see children/parent.py): the spool directory a child writes its
 # records to, and the file in it that names the test (or wider fixture) running in the parent.

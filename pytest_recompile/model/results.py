@@ -253,6 +253,7 @@ class Carried(TypedDict):
     gated: bool  # a gated test's teardown: it ran, with or without figures
     fixtures: list[FixtureResult]  # wider fixtures that compiled while set up for it
     degraded: list[str]  # features this torch lacks (once per process)
+    disabled: list[str]  # how torch.compile was switched off in a gated test (once each)
     faults: list[str]  # contained internal errors (each once)
     threads: list[OutlivedResult]  # compiles on threads that outlived their starter
     trace: str | None  # the folder the test's trace was kept in (its result's ``trace``)
@@ -278,6 +279,7 @@ class Environment(TypedDict):
 
 class ReportEnvironment(Environment):
     devices: list[str]
+    compile_disabled: list[str]  # how torch.compile was switched off (empty: it compiled)
 
 
 class ReportSettings(TypedDict):
@@ -287,6 +289,7 @@ class ReportSettings(TypedDict):
     fullgraph: bool
     baseline: str | None
     max_guards: int | None
+    if_disabled: str  # --recompile-if-disabled: fail, or warn
 
 
 class ReportTotals(TypedDict):

@@ -42,6 +42,9 @@ class RunResults:
     notes: dict[str, None] = field(default_factory=dict)  # features this torch lacks, once each
     outlived: list[OutlivedResult] = field(default_factory=list)  # threads' compiles, no test's
     gated: set[str] = field(default_factory=set)  # gated tests that ran to their teardown
+    # How torch.compile was switched off while gated tests ran (a report keeps it in its
+    # environment's compile_disabled): the gate then measured eager code.
+    disabled: dict[str, None] = field(default_factory=dict)
     # Each wider fixture's set-ups (timings aside): by process (a worker, a shard), and the
     # most of any one process, which is what the results keep.
     _set_ups: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
@@ -102,6 +105,7 @@ class RunResults:
         self.faults += carried["faults"]
         self.outlived += carried["threads"]
         self.notes.update(dict.fromkeys(carried["degraded"]))
+        self.disabled.update(dict.fromkeys(carried.get("disabled") or ()))
         if carried["gated"]:
             self.gated.add(nodeid)
         result = carried["result"]

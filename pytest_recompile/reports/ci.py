@@ -37,7 +37,7 @@ from ..model.results import (
     per_process,
 )
 from ..model.run import RunResults
-from .terminal import INCOMPLETE, totals_line
+from .terminal import INCOMPLETE, switched_off_line, totals_line
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
 # per step (docs.github.com: "Adding a job summary").
@@ -192,6 +192,9 @@ def markdown_summary(run: RunResults, *, root: str, limit: int = SUMMARY_LIMIT) 
     results, incomplete, enforced = run.tests, run.incomplete, run.enforced
     totals = totals_line(run)
     head = [f"## {TITLE}", "", f"**{md_cell(totals)}**", ""]
+    off = switched_off_line(run)
+    if off is not None:
+        head += [f"> **{'Error' if off[1] else 'Warning'}:** {md_cell(off[0])}.", ""]
     if incomplete is not None:
         head += [f"> **Warning:** {INCOMPLETE}: {md_cell(incomplete[:300])}.", ""]
     broke = "broke" if enforced else "would have broken"

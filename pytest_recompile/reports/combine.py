@@ -44,6 +44,7 @@ def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
     assert environment is not None
     assert settings is not None
     devices: set[str] = set()
+    disabled: dict[str, None] = {}
     for path, run in inputs:
         assert run.environment is not None
         assert run.settings is not None
@@ -62,12 +63,17 @@ def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
                     f"{key}={settings.get(key)!r}: shards of one run share its options"
                 )
         devices.update(run.environment["devices"])
+        disabled.update(dict.fromkeys(run.environment.get("compile_disabled") or ()))
     # The earliest report first: a later attempt of a test replaces an earlier failed one.
     ordered = sorted(enumerate(inputs), key=lambda pair: (pair[1][1].created or "", pair[0]))
     tests: dict[str, tuple[str, Any]] = {}
     source: dict[str, str] = {}
     combined = RunResults(
-        environment={**environment, "devices": sorted(devices)},
+        environment={
+            **environment,
+            "devices": sorted(devices),
+            "compile_disabled": list(disabled),
+        },
         settings=settings,
         created=max(run.created or "" for _, run in inputs) or None,
     )

@@ -8,10 +8,17 @@ import json
 from typing import Any
 
 from ..model.names import relative
-from ..model.results import ReportDocument, ReportedTest, TestResult
+from ..model.results import (
+    ReportDocument,
+    ReportedTest,
+    ReportEnvironment,
+    ReportSettings,
+    TestResult,
+)
 from ..model.run import RunResults
 from .recompile_limit import limit_need
 from .schema import SCHEMA_FILE, misfit
+from .terminal import switched_off
 
 __all__ = ["SCHEMA_FILE", "ReportError", "load_report", "report_document"]
 
@@ -44,7 +51,11 @@ def report_document(run: RunResults, root: str | None = None) -> ReportDocument:
         "created": run.created,
         "complete": incomplete is None,
         "incomplete": incomplete,
-        "environment": {**run.environment, "devices": devices},
+        "environment": {
+            **run.environment,
+            "devices": devices,
+            "compile_disabled": switched_off(run),
+        },
         "settings": run.settings,
         "summary": {
             "gated_tests": len(tests),
@@ -145,12 +156,15 @@ def from_document(document: ReportDocument) -> RunResults:
     incomplete = document["incomplete"]
     if incomplete is None and not document["complete"]:
         incomplete = "the report says it is incomplete"
+    # Fields the schema added later: what a report without them meant.
+    environment: ReportEnvironment = {"compile_disabled": [], **document["environment"]}
+    settings: ReportSettings = {"if_disabled": "fail", **document["settings"]}
     return RunResults(
         tests=tests,
         fixtures=list(document["fixtures"]),
         faults=list(document["faults"]),
         incomplete=incomplete,
-        environment=document["environment"],
-        settings=document["settings"],
+        environment=environment,
+        settings=settings,
         created=document["created"],
     )

@@ -13,6 +13,7 @@ from ..model.results import (
     TestResult,
     below_baseline,
     child_recompiles,
+    functions_of,
     per_process,
 )
 from ..model.run import RunResults
@@ -106,15 +107,59 @@ def terminal_lines(run: RunResults, *, verbose: bool = False) -> list[str]:
     return lines + ([line] if line is not None else [])
 
 
+COMPILE_OFF = (
+    "torch.compile was switched off ({how}): the gated tests ran eagerly, so their counts "
+    "measure nothing"
+)
+COMPILE_OFF_FAILS = (
+    "the run fails: unset it, or pass --recompile-if-disabled=warn where an eager run is meant"
+)
+COMPILE_OFF_WARNS = "--recompile-if-disabled=warn: the run's status is its tests'"
+
+
+def switched_off(run: RunResults) -> list[str]:
+    """How torch.compile was switched off while the run's gated tests ran (a live session's,
+    or a report's ``environment.compile_disabled``)."""
+    found = dict.fromkeys(run.disabled)
+    if run.environment is not None:
+        found.update(dict.fromkeys(run.environment.get("compile_disabled") or ()))
+    return list(found)
+
+
+def fails_switched_off(run: RunResults) -> bool:
+    """Compile was switched off, and the run's rule (--recompile-if-disabled) fails it."""
+    rule = run.settings["if_disabled"] if run.settings is not None else "fail"
+    return bool(switched_off(run)) and rule == "fail"
+
+
+def switched_off_line(run: RunResults) -> tuple[str, bool] | None:
+    """The summary's line where compile was switched off, and whether it fails the run."""
+    how = switched_off(run)
+    if not how:
+        return None
+    said = COMPILE_OFF.format(how="; ".join(how))
+    if fails_switched_off(run):
+        return f"{PREFIX} {said}; {COMPILE_OFF_FAILS}", True
+    return f"{said}; {COMPILE_OFF_WARNS}", False
+
+
+def switched_off_header(how: str) -> str:
+    return f"recompile gate: torch.compile is switched off ({how}): gated tests run eagerly"
+
+
 def run_lines(run: RunResults, *, verbose: bool = False) -> list[tuple[str, bool]]:
     """The summary of a run as ``pytest-recompile report`` prints it from a JSON report (one
     run's or combined shards'): the lines the session prints from the same results, each
     with whether it is an error line."""
+    off = switched_off_line(run)
+    first = [off] if off is not None and off[1] else []
     plain = terminal_lines(run, verbose=verbose)
     if run.incomplete is not None:
         plain.append(f"{INCOMPLETE}: {run.incomplete}")
+    if off is not None and not off[1]:
+        plain.append(off[0])
     red = fixture_limit_lines(run.fixtures) + [f"{FAULT}: {fault}" for fault in run.faults]
-    return [(line, False) for line in plain] + [(line, True) for line in red]
+    return first + [(line, False) for line in plain] + [(line, True) for line in red]
 
 
 def process_lines(results: list[tuple[str, TestResult]]) -> list[str]:
@@ -146,11 +191,18 @@ def totals_line(run: RunResults) -> str:
     failing = sum(1 for data in results if data["violations"])
     limit = sum(1 for data in results if data["limit_hit"])
     paid = sum(data["recompile_seconds"] for data in results)
+    compiled = any(fn for data in results for _, fn in functions_of(data)) or any(
+        f["functions"] for f in run.fixtures
+    )
+    nothing = f"; {NOTHING_COMPILED}" if results and not (compiled or total) else ""
     return (
         f"{plural(len(results), 'gated test')}, {plural(total, 'recompile')}; "
         f"{failing} {'broke' if enforced else 'would have broken'} the gate, "
-        f"{limit} hit recompile_limit; recompiles cost {seconds_text(paid)}"
+        f"{limit} hit recompile_limit; recompiles cost {seconds_text(paid)}{nothing}"
     )
+
+
+NOTHING_COMPILED = "no gated test compiled anything"
 
 
 def outlived_lines(found: Iterable[OutlivedResult]) -> list[str]:

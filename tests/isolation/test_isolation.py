@@ -513,10 +513,16 @@ def test_c():
         [
             "isolation: 3 first compiles answered by the identical entry of an earlier test,"
             " as in one plain process",
-            "isolation: * compiling again what earlier tests had compiled (fullgraph or"
-            " error_on_graph_break*); " + esc(ISOLATION_HINT),
         ]
     )
+    # The cost line shows 5 ms or more: a warm machine can compile test_c's call faster.
+    if sum(t["again_seconds"] for t in read_json("r.json")["tests"]) >= 0.005:
+        result.stdout.fnmatch_lines(
+            [
+                "isolation: * compiling again what earlier tests had compiled (fullgraph or"
+                " error_on_graph_break*); " + esc(ISOLATION_HINT),
+            ]
+        )
     a, b, _ = read_json("r.json")["tests"]
     assert (b["reused"], b["recompiles"]) == (3, 0)
     assert b["saved_seconds"] > 0
@@ -526,7 +532,6 @@ def test_c():
     quiet = run(source, "--recompile-budget", "-p", "no:randomly", "--recompile-report=q.json")
     quiet.assert_outcomes(passed=3)
     quiet.stdout.no_fnmatch_line("*answered by the identical entry*")
-    # The cost line shows 5 ms or more: a warm machine can compile test_c's call faster.
     again = sum(t["again_seconds"] for t in read_json("q.json")["tests"])
     assert again > 0
     if again >= 0.005:
