@@ -244,10 +244,9 @@ class Gate:
                 self.faults.call(self.ledger.isolate, frozenset(used_fixtures(item)))
             else:
                 self.reset_pending = True
-        self.ledger.reusing = isolated and self.keeps_entries
         self.threads.begin(item.nodeid)
         run = item.stash[RUN_KEY] = self.current = TestRun(Owner("test", item.nodeid))
-        self.ledger.phase = [run.owner]
+        self.ledger.begin_test(run.owner, reusing=isolated and self.keeps_entries)
         if budget is not None:
             tracker = RecompileTracker(
                 budget, mode=self.settings.mode, reset=False, warm_start=True, listen=False
@@ -309,8 +308,7 @@ class Gate:
     def end_test(self, run: TestRun) -> None:
         """After a test's teardown: nobody owns compiles, its tracker stops."""
         self.threads.end()
-        self.ledger.phase = []
-        self.ledger.reusing = False
+        self.ledger.end_test(run.owner)
         self.current = None
         self.faults.call(self._note_children, run)
         run.token = None

@@ -42,6 +42,9 @@ class Ledger:
 
     outside: Owner = field(default_factory=lambda: Owner("outside", "outside any test"))
     phase: list[Owner] = field(default_factory=list)
+    # The test that ran last: a compile between two tests (a finalizer, an object pytest
+    # frees after the teardown, a thread still running) is its, never import time's.
+    left_by: Owner | None = None
     fixtures: list[Owner] = field(default_factory=list)  # live fixture owners, oldest first
     # guard manager of a cache entry -> who compiled it, and the compile
     owners: weakref.WeakKeyDictionary[Any, Owner] = field(default_factory=weakref.WeakKeyDictionary)
@@ -89,7 +92,23 @@ class Ledger:
 
     @property
     def current(self) -> Owner:
-        return self.phase[-1] if self.phase else self.outside
+        if self.phase:
+            return self.phase[-1]
+        return self.left_by or self.outside
+
+    def begin_test(self, owner: Owner, *, reusing: bool) -> None:
+        """A test's phases begin: its compiles are ``owner``'s; ``reusing``: it is isolated,
+        so earlier tests' first compiles may answer its calls."""
+        self.phase = [owner]
+        self.reusing = reusing
+        self.left_by = None
+
+    def end_test(self, owner: Owner) -> None:
+        """A test's phases ended: what compiles until the next test begins is still its (and
+        dropped before the next isolated test, as its own compiles are)."""
+        self.phase = []
+        self.reusing = False
+        self.left_by = owner
 
     def start(self) -> None:
         """Before the first test: what import and collection compiled is kept from now on,
@@ -405,6 +424,8 @@ class Ledger:
         took so far stays its own."""
         self.start()
         self.resolve()
+        if begins:  # what the last test left compiling is dropped now, as its own compiles
+            self.left_by = None
         changed = 0
         # A reset (torch's, a Dynamo TestCase's, a tracker's) replaced the state object and
         # emptied every list: everything kept or offered goes back.

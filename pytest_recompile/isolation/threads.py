@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Iterable
 
 from .._torch.events import CompileEvent, qualname
+from ..model.names import BETWEEN
 from ..model.results import OutlivedResult
 
 _POOL_WORKERS = (
@@ -27,7 +28,6 @@ _POOL_WORKERS = (
     (os.path.join("multiprocessing", "pool.py"), "worker"),
     (os.path.join("anyio", "_backends", "_asyncio.py"), "run"),  # anyio's WorkerThread
 )
-BETWEEN = "between tests"
 
 
 class Threads:

@@ -82,3 +82,5 @@ def relative(path: str, root: str | None = None) -> str:
     if rel == os.pardir or rel.startswith(os.pardir + os.sep):
         return path
     return rel.replace(os.sep, "/")
+
+BETWEEN = "between tests"  # when a thread's compile ran with no test running

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..model.messages import EAGER_FALLBACK, first_guard, limit_line, notes, plural, seconds_text
-from ..model.names import PREFIX
+from ..model.names import BETWEEN, PREFIX
 from ..model.results import (
     FixtureResult,
     OutlivedResult,
@@ -217,11 +217,18 @@ def outlived_lines(found: Iterable[OutlivedResult]) -> list[str]:
         if one["during"] not in ran:
             ran.append(one["during"])
     return [
-        f"thread: {plural(n, 'compile')} of {fn} on a thread that {who} started, while "
-        f"{_some(during[(who, fn)])} ran: charged to no test (the thread outlived the "
-        "test or fixture that started it; join or stop it before that ends)"
+        f"thread: {plural(n, 'compile')} of {fn} on a thread that {who} started, "
+        f"{_when(during[(who, fn)])}: charged to no test (the thread outlived the test or "
+        "fixture that started it; join or stop it before that ends)"
         for (who, fn), n in counts.items()
     ]
+
+
+def _when(during: list[str]) -> str:
+    """``while test_b ran``, ``between tests``, or both."""
+    tests = [d for d in during if d != BETWEEN]
+    said = [f"while {_some(tests)} ran"] if tests else []
+    return " and ".join(said + (["between tests"] if len(tests) < len(during) else []))
 
 
 def _some(names: list[str], shown: int = 2) -> str:
