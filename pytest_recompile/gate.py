@@ -120,10 +120,8 @@ class Gate:
                 raise pytest.UsageError(str(exc)) from None
             pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)  # no test is judged
         self.keeps_entries = versions.can_keep_entries()
-        self.ledger.reuse = self.keeps_entries and bool(
-            self.faults.call(versions.can_reuse_compiles)
-        )
-        self.ledger.on_reuse = self.on_reuse
+        reuse = self.keeps_entries and bool(self.faults.call(versions.can_reuse_compiles))
+        self.ledger.configure(reuse=reuse, on_reuse=self.on_reuse)
         self.degraded = self.faults.call(versions.degraded_lines) or []
         self._unhook = hooks.install_compile_hook(self.on_compile)
         self._unstop = hooks.on_stopped(self.on_stopped)

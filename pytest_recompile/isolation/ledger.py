@@ -96,6 +96,12 @@ class Ledger:
             return self.phase[-1]
         return self.left_by or self.outside
 
+    def configure(self, *, reuse: bool, on_reuse: Callable[[Owner, Compiled], None]) -> None:
+        """What this torch allows, decided once before the first test: whether earlier tests'
+        first compiles are offered (``reuse``), and who is told of each offer taken."""
+        self.reuse = reuse
+        self.on_reuse = on_reuse
+
     def begin_test(self, owner: Owner, *, reusing: bool) -> None:
         """A test's phases begin: its compiles are ``owner``'s; ``reusing``: it is isolated,
         so earlier tests' first compiles may answer its calls."""
