@@ -14,5 +14,9 @@ that patches one patches what the package calls.
 - :mod:`.backends`: which backend a compile is for, behind torch.compile's wrappers;
 - :mod:`.guard_tree`: the leaf guards of an entry, and which one failed;
 - :mod:`.instruments`: graph breaks, CUDA-graph recordings, compile seconds, stance, config;
-- :mod:`.caches`: compile-cache hits and misses (torch's counters), and the PGO job id.
+- :mod:`.caches`: compile-cache hits and misses (torch's counters), and the PGO job id;
+- :mod:`.reasons`: torch's reason and guard text, parsed (pure: its tests need no torch);
+- :mod:`.trace`: torch's structured trace, captured into a file while a block runs;
+- :mod:`.footprint`: what a compile leaves besides its entry (graph breaks, counters), replayed
+  when an earlier test's compile is reused.
 """

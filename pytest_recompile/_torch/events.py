@@ -13,13 +13,10 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..model.identity import IdentityMap
 from . import backends, entries, fingerprints, guard_tree, versions
-
-if TYPE_CHECKING:
-    pass
 
 # Resume functions created at graph breaks are named like this (torch/_dynamo/resume_execution.py).
 RESUME_PREFIX = "torch_dynamo_resume_in_"
@@ -271,7 +268,7 @@ _EQUALS_SOURCE = re.compile(r"^(?:\d+/\d+:\s*)?(?P<source>[\w.\[\]']+) == ")
 def _equals_values(reasons: tuple[str, ...], user_frame: Any) -> dict[str, str]:
     """The values the call passed for the sources of failing ``==`` guards (read while the
     frame is alive: torch frees it after the compile)."""
-    from ..model.guards import normalise_scope
+    from .reasons import normalise_scope
 
     values = {}
     for raw in reasons:

@@ -7,12 +7,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import CodeType, ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import entries
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,7 @@ def failing_leaf_kinds(listed: list[Any], reasons: tuple[str, ...]) -> tuple[str
 
     None where the reason is not a leaf's code part (torch words tensor mismatches itself).
     """
-    from ..model.guards import same_guard_text
+    from .reasons import same_guard_text
 
     by_id = {str(entry.compile_id): entry for entry in listed}
     kinds: list[str | None] = []

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import events, instruments, versions
-
-if TYPE_CHECKING:
-    pass
 
 # Per-process state that mirrors torch's own (its hook list and its cache lists are global):
 # the callbacks behind the one hook, and the entries re-installed by keep_only().

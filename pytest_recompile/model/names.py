@@ -83,4 +83,5 @@ def relative(path: str, root: str | None = None) -> str:
         return path
     return rel.replace(os.sep, "/")
 
+
 BETWEEN = "between tests"  # when a thread's compile ran with no test running

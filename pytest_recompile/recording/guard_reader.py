@@ -12,9 +12,10 @@ from types import CodeType
 from typing import Any
 
 from .._torch import events, guard_tree, instruments
+from .._torch.reasons import installed_guard
 from ..model.faults import Faults
 from ..model.guard_cost import EntryGuards, entry_guards
-from ..model.guards import InstalledGuard, installed_guard
+from ..model.guards import InstalledGuard
 from ..model.records import FunctionRecord
 
 # What a read found: the function, its entry's compile id, the entry's guards.

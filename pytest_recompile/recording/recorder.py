@@ -14,7 +14,8 @@ from dataclasses import replace
 from types import CodeType, MappingProxyType
 
 from .._torch.events import RESUME_PREFIX, CompileEvent, CompileKey, compile_key, qualname
-from ..model.guards import Reason, parse_reason
+from .._torch.reasons import parse_reason
+from ..model.guards import Reason
 from ..model.records import FunctionRecord, Recompile
 
 

@@ -9,8 +9,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_recompile._torch.reasons import parse_reason
 from pytest_recompile.model.budget import BudgetError
-from pytest_recompile.model.guards import KINDS, parse_reason
+from pytest_recompile.model.guards import KINDS
 from pytest_recompile.model.markers import budget_from_marks
 
 KNOWN = [

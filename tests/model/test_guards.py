@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_recompile.model.guards import BACKEND_CHANGED, parse_reason
+from pytest_recompile._torch.reasons import BACKEND_CHANGED, parse_reason
 
 RAW = (
     "0/2: G['step'] == 2                                  # return x + step  "

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from pytest_recompile._torch.reasons import parse_reason
 from pytest_recompile.model.budget import Budget, Rule
-from pytest_recompile.model.guards import parse_reason
 from pytest_recompile.model.judge import judge
 from pytest_recompile.model.messages import (
     EAGER_FALLBACK,

@@ -11,6 +11,7 @@ from snippets import DOUBLE, STEP, assert_marker_error, assert_totals
 
 from pytest_recompile import RecompileTracker
 from pytest_recompile._torch import versions
+from pytest_recompile._torch.reasons import parse_reason
 from pytest_recompile.model.guards import (
     ALIASES,
     KINDS,
@@ -19,7 +20,6 @@ from pytest_recompile.model.guards import (
     hint_for,
     kind_matches,
     normalise_kind,
-    parse_reason,
 )
 from pytest_recompile.model.names import EXPECT_GUARDS_FORM, PREFIX
 

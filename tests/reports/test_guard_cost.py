@@ -13,9 +13,9 @@ import pytest
 from snippets import assert_bad_ini, assert_marker_error, inner_args, outcomes, read_json
 
 from pytest_recompile._torch import versions
+from pytest_recompile._torch.reasons import installed_guard
 from pytest_recompile.model.budget import Budget, Rule
 from pytest_recompile.model.guard_cost import EntryGuards, entry_guards, value_guard
-from pytest_recompile.model.guards import installed_guard
 from pytest_recompile.model.markers import budget_from_marks
 from pytest_recompile.model.messages import GUARDS_FIX, entry_line, kinds_text
 from pytest_recompile.reports.json_report import SCHEMA_FILE
@@ -389,7 +389,7 @@ def test_a_guard_source_as_the_users_code_writes_it(source: str, written: str) -
 
 
 def test_a_size_fix_names_the_argument_and_the_dimension() -> None:
-    from pytest_recompile.model.guards import parse_reason
+    from pytest_recompile._torch.reasons import parse_reason
 
     reason = parse_reason("0/0: tensor 'x' size mismatch at index 1. expected 4, actual 8")
     assert "torch._dynamo.mark_dynamic(x, 1)" in reason.hint

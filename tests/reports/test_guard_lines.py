@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from snippets import GUARD_LINES, inner_args
 
-from pytest_recompile.model.guards import guard_lines, library_file, parse_reason
+from pytest_recompile._torch.reasons import guard_lines, library_file, parse_reason
 from pytest_recompile.reports.json_report import SCHEMA_FILE
 
 # torch 2.10 and newer: the comment beside the guard, then the stack from the compiled function
