@@ -6,6 +6,7 @@ in the summary; a torch newer than tested is accepted, with one header line."""
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
 from glob import escape as esc
@@ -305,3 +306,53 @@ def test_the_epilogue_guard_signature_is_probed_from_its_docstring(
     finally:
         monkeypatch.undo()
         versions.epilogue_guard_arguments.cache_clear()
+
+
+# Releases just below and at the floor, read from the package (never hard-coded here).
+MAJOR, MINOR = versions.MIN_TORCH
+BELOW = f"{MAJOR}.{MINOR - 1}.1"
+FLOOR = f"{MAJOR}.{MINOR}.0"
+
+
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        (None, "torch is not installed"),
+        (
+            BELOW,
+            f"torch {BELOW} is too old for the recompile gate; it needs torch >= "
+            f"{versions.MIN_TORCH_TEXT}",
+        ),
+        (f"{BELOW}+cu126", f"torch {BELOW}+cu126 is too old"),
+    ],
+)
+def test_check_version_refuses_missing_or_old_torch(monkeypatch, version, message) -> None:
+    monkeypatch.setattr(versions, "torch_version", lambda: version)
+    with pytest.raises(versions.TorchUnsupported, match=re.escape(message)):
+        versions.check_version()
+
+
+@pytest.mark.parametrize("version", [FLOOR, f"{FLOOR}+cpu", "2.14.1", "3.0.0a0"])
+def test_check_version_accepts_supported(monkeypatch, version) -> None:
+    monkeypatch.setattr(versions, "torch_version", lambda: version)
+    assert versions.check_version() == version
+
+
+def test_installed_torch_has_what_the_gate_reads() -> None:
+    assert versions.check_torch().startswith(torch.__version__.split("+")[0])
+
+
+@pytest.mark.parametrize("how", [["--recompile-budget"], []])
+def test_old_torch_with_the_gate_is_an_early_usage_error(run, monkeypatch, how) -> None:
+    monkeypatch.setattr(versions, "torch_version", lambda: BELOW)  # the in-process run sees it
+    source = "def test_x():\n    pass\n"
+    if not how:
+        source = "@pytest.mark.max_recompiles(0)\n" + source
+    result = run(source, *how)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{PREFIX} torch {BELOW} is too old for the recompile gate*"])
+
+
+def test_old_torch_without_the_gate_stays_inert(run, monkeypatch) -> None:
+    monkeypatch.setattr(versions, "torch_version", lambda: BELOW)
+    run("def test_x():\n    pass\n").assert_outcomes(passed=1)

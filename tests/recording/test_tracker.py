@@ -1,4 +1,4 @@
-"""The tracker as a plain context manager, and the compat module's version checks."""
+"""The tracker as a plain context manager, outside pytest."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pytest_recompile import (
     RecompileTracker,
     warm,
 )
-from pytest_recompile._torch import events, versions
+from pytest_recompile._torch import events
 from pytest_recompile.model.messages import STOPPED
 from pytest_recompile.model.names import PREFIX
 
@@ -112,56 +112,6 @@ def test_bad_arguments() -> None:
         RecompileTracker(mode="sometimes")
     with pytest.raises(ValueError, match="non-negative integer"):
         RecompileTracker(max_recompiles=-1)
-
-
-# Releases just below and at the floor, read from the package (never hard-coded here).
-MAJOR, MINOR = versions.MIN_TORCH
-BELOW = f"{MAJOR}.{MINOR - 1}.1"
-FLOOR = f"{MAJOR}.{MINOR}.0"
-
-
-@pytest.mark.parametrize(
-    ("version", "message"),
-    [
-        (None, "torch is not installed"),
-        (
-            BELOW,
-            f"torch {BELOW} is too old for the recompile gate; it needs torch >= "
-            f"{versions.MIN_TORCH_TEXT}",
-        ),
-        (f"{BELOW}+cu126", f"torch {BELOW}+cu126 is too old"),
-    ],
-)
-def test_check_version_refuses_missing_or_old_torch(monkeypatch, version, message) -> None:
-    monkeypatch.setattr(versions, "torch_version", lambda: version)
-    with pytest.raises(versions.TorchUnsupported, match=re.escape(message)):
-        versions.check_version()
-
-
-@pytest.mark.parametrize("version", [FLOOR, f"{FLOOR}+cpu", "2.14.1", "3.0.0a0"])
-def test_check_version_accepts_supported(monkeypatch, version) -> None:
-    monkeypatch.setattr(versions, "torch_version", lambda: version)
-    assert versions.check_version() == version
-
-
-def test_installed_torch_has_what_the_gate_reads() -> None:
-    assert versions.check_torch().startswith(torch.__version__.split("+")[0])
-
-
-@pytest.mark.parametrize("how", [["--recompile-budget"], []])
-def test_old_torch_with_the_gate_is_an_early_usage_error(run, monkeypatch, how) -> None:
-    monkeypatch.setattr(versions, "torch_version", lambda: BELOW)  # the in-process run sees it
-    source = "def test_x():\n    pass\n"
-    if not how:
-        source = "@pytest.mark.max_recompiles(0)\n" + source
-    result = run(source, *how)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*{PREFIX} torch {BELOW} is too old for the recompile gate*"])
-
-
-def test_old_torch_without_the_gate_stays_inert(run, monkeypatch) -> None:
-    monkeypatch.setattr(versions, "torch_version", lambda: BELOW)
-    run("def test_x():\n    pass\n").assert_outcomes(passed=1)
 
 
 def test_nothing_of_the_plugin_runs_on_a_cache_hit() -> None:
