@@ -120,7 +120,7 @@ class Settings:
         return self.report is not None or self.baseline is not None or self.report_md is not None
 
     def header(self) -> str:
-        from .model.messages import gate_header  # only once gated: start-up stays light
+        from .reports.terminal import gate_header  # only once gated: start-up stays light
 
         return gate_header(
             self.default,

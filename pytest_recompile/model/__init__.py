@@ -1,4 +1,4 @@
-"""Values and their wording: the records, the rules and their judgement, the result
-model every output is rendered from, and the one module that words it all. No torch, no
-pytest.
+"""Values: the records, the rules and their judgement, guard kinds and hints, the one results
+model every output is rendered from, and the wording of broken rules (``messages.py``). No
+torch, no pytest.
 """

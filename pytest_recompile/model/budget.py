@@ -70,6 +70,34 @@ class Budget:
     def forbidden(self) -> frozenset[str]:
         return self.forbid.value if self.forbid is not None else frozenset()
 
+    def describe(self) -> str:
+        """Every rule in words: ``2 in total (--recompile-budget=2); fullgraph``."""
+        parts = []
+        if self.total is not None:
+            parts.append(f"{self.total.value} in total ({self.total.source})")
+        parts += [f"{r.value} for {fn} ({r.source})" for fn, r in self.per_function.items()]
+        if self.expect is not None:
+            parts.append(f"recompiles by {', '.join(sorted(self.expect.value))} only")
+        if self.forbidden:
+            parts.append(f"no {', '.join(sorted(self.forbidden))} guards")
+        if self.fullgraph:
+            parts.append("fullgraph")
+        if self.max_graph_breaks is not None:
+            parts.append(f"at most {self.max_graph_breaks.value} graph breaks")
+        if self.max_cudagraph_rerecords is not None:
+            parts.append(f"at most {self.max_cudagraph_rerecords.value} CUDA-graph re-records")
+        if self.same_across_ranks:
+            parts.append("same compiles across ranks")
+        if self.max_guards is not None:
+            parts.append(f"at most {self.max_guards.value} guards per cache entry")
+        parts += [
+            f"at most {r.value} guards per entry of {fn} ({r.source})"
+            for fn, r in self.guards_per_function.items()
+        ]
+        if self.baseline_guards:
+            parts.append("no more guards than the baseline's, none new on a Python value")
+        return "; ".join(parts) or "no cap"
+
     def to_json(self) -> dict[str, Any]:
         """The budget as JSON values (a rule as ``[value, source]``, kinds sorted): how it
         crosses to a child process, which rebuilds it with :meth:`from_json`."""

@@ -1,11 +1,17 @@
-"""The wording: one rendering of each broken rule, function block, recompile line, guard
-and graph break, wherever it is shown (failure messages, summaries, the JSON report, CI
-outputs).
+"""The wording of broken rules and their evidence: one rendering of each broken rule,
+function block, recompile line, failing guard, line of code and graph break, which every
+output that shows them reuses (failure messages, summaries, the JSON report, CI outputs).
 
 A broken rule is worded once, when its result is frozen (:func:`violation_result`); every
 other text is rendered from the frozen result (the JSON-ready values of :mod:`.results`), so
 the failure message, a child's failure and the summaries read the same facts. Pure: imports
 neither pytest nor torch (recording and child processes use it).
+
+Other wording lives with what says it: usage errors in ``settings.py`` (and the markers' in
+``model/markers.py``), fix hints in ``model/guards.py``, each output's own lines in its module
+of ``reports/`` (the header and totals in ``terminal.py``, the ``recompile_limit`` line in
+``recompile_limit.py``, the caches' state in ``durations.py``), a warm block's refusal in
+``recording/errors.py``, and a budget's rules in words in ``Budget.describe``.
 """
 
 from __future__ import annotations
@@ -13,17 +19,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .budget import Budget, Rule
-from .guards import LIBRARY_FOLDERS, Reason, hint_for, label_for
+from .guards import LIBRARY_FOLDERS, hint_for, label_for
 from .judge import Violation
-from .names import HEADROOM, PREFIX, relative
+from .names import PREFIX, relative
 from .records import FunctionRecord
 from .results import (
-    CachesResult,
     EntryGuardsResult,
     FunctionResult,
     GraphBreakResult,
-    LimitResult,
     ProcessResult,
     ReasonResult,
     RecompileResult,
@@ -463,24 +466,6 @@ def seconds_text(seconds: float) -> str:
     return f"{seconds:.2f} s"
 
 
-def warm_refusal(name: str, filename: str, lineno: int) -> str:
-    """The one wording of a compile refused inside a warm block (the test's ``warm``
-    violation), without the ``pytest-recompile:`` prefix."""
-    return f"'{name}' ({location(filename, lineno)}) would have compiled inside a warm block"
-
-
-def warm_message(name: str, filename: str, lineno: int, reasons: tuple[Reason, ...]) -> str:
-    """A compile refused inside a warm block: the function, and each guard that failed with
-    its kind and fix (none: a first compile)."""
-    lines = [f"{PREFIX} {warm_refusal(name, filename, lineno)}"]
-    for reason in reasons:
-        lines.append(f"    {reason.entry or '?'} {reason.label}: {reason.text}")
-        lines += site_lines(reason.to_dict())
-    if not reasons:
-        lines.append("    a first compile: warm the function up before the warm block")
-    return "\n".join(lines + fix_lines([(r.label, r.hint) for r in reasons]))
-
-
 def who(process: ProcessResult) -> str:
     """``rank 1 (pid 4242)``, or ``pid 4242 (python -c ...)`` for a child without a rank."""
     if process["rank"] is not None:
@@ -562,122 +547,3 @@ def divergence(processes: list[ProcessResult]) -> str | None:
         ]
         parts.append(", ".join(words))
     return f"ranks diverge: {'; '.join(parts)}" if parts else None
-
-
-def cache_state(caches: CachesResult | None) -> str | None:
-    """``warm`` (every lookup of torch's compile caches hit), ``cold`` (none did),
-    ``partly warm``, or None (no cache was asked: the eager backend)."""
-    if caches is None:
-        return None
-    both = (caches["fx_graph"], caches["aot_autograd"])
-    hits = sum(c["hits"] for c in both)
-    other = sum(c["misses"] + c["bypasses"] for c in both)
-    if not hits and not other:
-        return None
-    return "warm" if not other else "cold" if not hits else "partly warm"
-
-
-def cache_text(caches: CachesResult | None) -> str:
-    """``cold: fx_graph 0 hits, 2 misses; aot_autograd 0 hits, 2 misses`` ("" where no
-    cache was asked)."""
-    state = cache_state(caches)
-    if caches is None or state is None:
-        return ""
-    parts = []
-    for name, found in (("fx_graph", caches["fx_graph"]), ("aot_autograd", caches["aot_autograd"])):
-        bypassed = f", {found['bypasses']} bypassed" if found["bypasses"] else ""
-        parts.append(
-            f"{name} {plural(found['hits'], 'hit')}, "
-            f"{plural(found['misses'], 'miss', 'misses')}{bypassed}"
-        )
-    return f"{state}: {'; '.join(parts)}"
-
-
-LIMIT_UNMEASURED = (
-    "recompile_limit: not measured: the compiled functions' cache entries were gone when read "
-    "(torch's caches were reset during the tests, as torch._dynamo.reset() and "
-    "torch._dynamo.explain() do)"
-)
-
-
-def limit_line(need: LimitResult, root: str | None = None) -> str | None:
-    """The summary's last line: the most entries one function held, and the limit that
-    holds the run; None when nothing was compiled."""
-    if not need["functions"]:
-        return None
-    top = need["functions"][0]
-    if top["most_entries"] == 0:
-        return LIMIT_UNMEASURED
-    at = location(top["file"], top["line"], root)
-    entries = "cache entry" if top["most_entries"] == 1 else "cache entries"
-    line = (
-        f"recompile_limit: one function held at most {top['most_entries']} {entries}"
-        f" ({top['qualname']} {at}, in {top['where']}); recompile_limit = {need['suggested']} "
-        f"holds this run with {HEADROOM}x headroom (torch's default is 8)"
-    )
-    if need["partial"]:
-        line += (
-            "; fail-fast stopped recompiles before they made entries: measure with "
-            "--recompile-mode=report-only"
-        )
-    if need["hit"]:
-        whose = "its" if len(need["hit"]) == 1 else "their"
-        line += (
-            f"; {', '.join(need['hit'])} hit the limit, so {whose} need is unknown: "
-            "fix the recompiles first"
-        )
-    return line
-
-
-def rules_text(budget: Budget) -> str:
-    """Every rule of a test in words: ``2 in total (--recompile-budget=2); fullgraph``."""
-    parts = []
-    if budget.total is not None:
-        parts.append(f"{budget.total.value} in total ({budget.total.source})")
-    parts += [f"{r.value} for {fn} ({r.source})" for fn, r in budget.per_function.items()]
-    if budget.expect is not None:
-        parts.append(f"recompiles by {', '.join(sorted(budget.expect.value))} only")
-    if budget.forbidden:
-        parts.append(f"no {', '.join(sorted(budget.forbidden))} guards")
-    if budget.fullgraph:
-        parts.append("fullgraph")
-    if budget.max_graph_breaks is not None:
-        parts.append(f"at most {budget.max_graph_breaks.value} graph breaks")
-    if budget.max_cudagraph_rerecords is not None:
-        parts.append(f"at most {budget.max_cudagraph_rerecords.value} CUDA-graph re-records")
-    if budget.same_across_ranks:
-        parts.append("same compiles across ranks")
-    if budget.max_guards is not None:
-        parts.append(f"at most {budget.max_guards.value} guards per cache entry")
-    parts += [
-        f"at most {r.value} guards per entry of {fn} ({r.source})"
-        for fn, r in budget.guards_per_function.items()
-    ]
-    if budget.baseline_guards:
-        parts.append("no more guards than the baseline's, none new on a Python value")
-    return "; ".join(parts) or "no cap"
-
-
-def gate_header(
-    default: Rule[int] | None,
-    max_guards: Rule[int] | None,
-    mode: str,
-    keep_caches: bool,
-    fullgraph: bool,
-    processes: bool,
-) -> str:
-    """The session header's line: what the gate applies to this run."""
-    caches = (
-        "kept across tests"
-        if keep_caches
-        else "isolated (each test starts from its wider fixtures' entries)"
-    )
-    whole = ", fullgraph" if fullgraph else ""
-    whole += "" if processes else ", child processes not gated"
-    budget = f"{default.value} ({default.source})" if default else "none"
-    if max_guards is not None:
-        budget += f", at most {max_guards.value} guards per entry"
-    return (
-        f"recompile gate: active, default budget {budget}, mode {mode}, "
-        f"compile caches {caches}{whole}"
-    )

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model.guards import Reason
 from ..model.judge import Violation
-from ..model.messages import failure_message, violation_result
+from ..model.messages import failure_message, fix_lines, location, site_lines, violation_result
+from ..model.names import PREFIX
 from ..model.records import FunctionRecord
 from .sites import Site, call_frame
 
@@ -91,3 +93,21 @@ def stopped_message(
     if not isinstance(stopped, RecompileBudgetExceeded):
         return str(stopped)
     return stopped.message(root, site)
+
+
+def warm_refusal(name: str, filename: str, lineno: int) -> str:
+    """The one wording of a compile refused inside a warm block (the test's ``warm``
+    violation), without the ``pytest-recompile:`` prefix."""
+    return f"'{name}' ({location(filename, lineno)}) would have compiled inside a warm block"
+
+
+def warm_message(name: str, filename: str, lineno: int, reasons: tuple[Reason, ...]) -> str:
+    """A compile refused inside a warm block: the function, and each guard that failed with
+    its kind and fix (none: a first compile)."""
+    lines = [f"{PREFIX} {warm_refusal(name, filename, lineno)}"]
+    for reason in reasons:
+        lines.append(f"    {reason.entry or '?'} {reason.label}: {reason.text}")
+        lines += site_lines(reason.to_dict())
+    if not reasons:
+        lines.append("    a first compile: warm the function up before the warm block")
+    return "\n".join(lines + fix_lines([(r.label, r.hint) for r in reasons]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..model.budget import Budget
 from ..model.judge import Violation, rerecords
-from ..model.messages import rules_text, told, violation_result, who
+from ..model.messages import told, violation_result, who
 from ..model.records import FunctionRecord, GraphBreak
 from ..model.results import CachesResult, FixtureResult, ProcessResult, TestResult, ViolationResult
 from .sites import Site
@@ -37,7 +37,7 @@ def result_for_test(
     return {
         "budget": total.value if total is not None else None,
         "budget_source": total.source if total is not None else None,
-        "rules": rules_text(budget) if budget is not None else None,
+        "rules": budget.describe() if budget is not None else None,
         "baseline": baseline,
         "recompiles": sum(r.recompile_count for r in records),
         "recompile_seconds": round(sum(r.recompile_seconds for r in records), 6),

@@ -25,11 +25,10 @@ from ..model.budget import Budget, Rule, check_count
 from ..model.faults import Faults
 from ..model.guards import InstalledGuard
 from ..model.judge import Violation, judge, unknown_functions
-from ..model.messages import warm_message, warm_refusal
 from ..model.names import MODES
 from ..model.records import FunctionRecord, GraphBreak, distinct_breaks
 from ..model.results import CachesResult
-from .errors import CompiledWhileWarm, RecompileBudgetExceeded
+from .errors import CompiledWhileWarm, RecompileBudgetExceeded, warm_message, warm_refusal
 from .guard_reader import GuardTrees
 from .recorder import Recorder, event_reasons
 from .sites import call_frame

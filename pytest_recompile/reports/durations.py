@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model.messages import cache_text, location, plural
+from ..model.messages import location, plural
 from ..model.names import PREFIX
-from ..model.results import FixtureResult, FunctionResult, TestResult
+from ..model.results import CachesResult, FixtureResult, FunctionResult, TestResult
 from ..model.run import RunResults
 
 # As pytest's --durations-min: shorter entries are hidden unless -vv.
@@ -135,3 +135,32 @@ def duration_lines(run: RunResults, count: int, *, root: str, verbose: bool = Fa
             "these durations.)"
         )
     return lines
+
+
+def cache_state(caches: CachesResult | None) -> str | None:
+    """``warm`` (every lookup of torch's compile caches hit), ``cold`` (none did),
+    ``partly warm``, or None (no cache was asked: the eager backend)."""
+    if caches is None:
+        return None
+    both = (caches["fx_graph"], caches["aot_autograd"])
+    hits = sum(c["hits"] for c in both)
+    other = sum(c["misses"] + c["bypasses"] for c in both)
+    if not hits and not other:
+        return None
+    return "warm" if not other else "cold" if not hits else "partly warm"
+
+
+def cache_text(caches: CachesResult | None) -> str:
+    """``cold: fx_graph 0 hits, 2 misses; aot_autograd 0 hits, 2 misses`` ("" where no
+    cache was asked)."""
+    state = cache_state(caches)
+    if caches is None or state is None:
+        return ""
+    parts = []
+    for name, found in (("fx_graph", caches["fx_graph"]), ("aot_autograd", caches["aot_autograd"])):
+        bypassed = f", {found['bypasses']} bypassed" if found["bypasses"] else ""
+        parts.append(
+            f"{name} {plural(found['hits'], 'hit')}, "
+            f"{plural(found['misses'], 'miss', 'misses')}{bypassed}"
+        )
+    return f"{state}: {'; '.join(parts)}"

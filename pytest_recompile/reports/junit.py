@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ..model.guard_cost import entry_count, largest_result
-from ..model.messages import cache_text, who
+from ..model.messages import who
 from ..model.results import TestResult, functions_of
+from .durations import cache_text
 
 JUNIT_NAMES = (
     "recompiles",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from ..model.messages import location
 from ..model.names import HEADROOM
 from ..model.results import (
     FixtureResult,
@@ -71,3 +72,39 @@ def limit_need(run: RunResults) -> LimitResult:
         "hit": sorted(hit),
         "partial": partial,
     }
+
+
+LIMIT_UNMEASURED = (
+    "recompile_limit: not measured: the compiled functions' cache entries were gone when read "
+    "(torch's caches were reset during the tests, as torch._dynamo.reset() and "
+    "torch._dynamo.explain() do)"
+)
+
+
+def limit_line(need: LimitResult, root: str | None = None) -> str | None:
+    """The summary's last line: the most entries one function held, and the limit that
+    holds the run; None when nothing was compiled."""
+    if not need["functions"]:
+        return None
+    top = need["functions"][0]
+    if top["most_entries"] == 0:
+        return LIMIT_UNMEASURED
+    at = location(top["file"], top["line"], root)
+    entries = "cache entry" if top["most_entries"] == 1 else "cache entries"
+    line = (
+        f"recompile_limit: one function held at most {top['most_entries']} {entries}"
+        f" ({top['qualname']} {at}, in {top['where']}); recompile_limit = {need['suggested']} "
+        f"holds this run with {HEADROOM}x headroom (torch's default is 8)"
+    )
+    if need["partial"]:
+        line += (
+            "; fail-fast stopped recompiles before they made entries: measure with "
+            "--recompile-mode=report-only"
+        )
+    if need["hit"]:
+        whose = "its" if len(need["hit"]) == 1 else "their"
+        line += (
+            f"; {', '.join(need['hit'])} hit the limit, so {whose} need is unknown: "
+            "fix the recompiles first"
+        )
+    return line

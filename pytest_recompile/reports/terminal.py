@@ -4,8 +4,9 @@ fixtures and threads that compiled for no test, children, totals and what isolat
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from ..model.messages import EAGER_FALLBACK, first_guard, limit_line, notes, plural, seconds_text
+from ..model.messages import EAGER_FALLBACK, first_guard, notes, plural, seconds_text
 from ..model.names import BETWEEN, PREFIX
 from ..model.results import (
     FixtureResult,
@@ -17,7 +18,10 @@ from ..model.results import (
     per_process,
 )
 from ..model.run import RunResults
-from .recompile_limit import limit_need
+from .recompile_limit import limit_line, limit_need
+
+if TYPE_CHECKING:
+    from ..model.budget import Rule
 
 ISOLATION_HINT = (
     "warm shared compiled models once in a module- or session-scoped fixture: what it "
@@ -234,3 +238,28 @@ def _when(during: list[str]) -> str:
 def _some(names: list[str], shown: int = 2) -> str:
     more = len(names) - shown
     return ", ".join(names[:shown]) + (f" and {plural(more, 'other')}" if more > 0 else "")
+
+
+def gate_header(
+    default: Rule[int] | None,
+    max_guards: Rule[int] | None,
+    mode: str,
+    keep_caches: bool,
+    fullgraph: bool,
+    processes: bool,
+) -> str:
+    """The session header's line: what the gate applies to this run."""
+    caches = (
+        "kept across tests"
+        if keep_caches
+        else "isolated (each test starts from its wider fixtures' entries)"
+    )
+    whole = ", fullgraph" if fullgraph else ""
+    whole += "" if processes else ", child processes not gated"
+    budget = f"{default.value} ({default.source})" if default else "none"
+    if max_guards is not None:
+        budget += f", at most {max_guards.value} guards per entry"
+    return (
+        f"recompile gate: active, default budget {budget}, mode {mode}, "
+        f"compile caches {caches}{whole}"
+    )

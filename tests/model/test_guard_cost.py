@@ -442,9 +442,8 @@ def _fn(name: str, entries: int, limit: bool = False) -> dict[str, object]:
 
 
 def test_limit_need_takes_the_most_entries_of_each_function_wherever_held() -> None:
-    from pytest_recompile.model.messages import limit_line
     from pytest_recompile.model.run import RunResults
-    from pytest_recompile.reports.recompile_limit import limit_need
+    from pytest_recompile.reports.recompile_limit import limit_line, limit_need
 
     results = [
         ("t.py::test_a", {"functions": [_fn("f", 2), _fn("g", 1)], "processes": []}),
@@ -605,7 +604,7 @@ def test_functions_sharing_torchs_wrapper_get_their_own_entries(run) -> None:
 def test_a_reset_in_the_test_leaves_the_limit_unmeasured_not_1(run) -> None:
     """torch._dynamo.explain() resets torch: the entries are gone when read, and the summary
     says so instead of 'held at most 0 cache entries ... recompile_limit = 1 holds'."""
-    from pytest_recompile.model.messages import LIMIT_UNMEASURED
+    from pytest_recompile.reports.recompile_limit import LIMIT_UNMEASURED
 
     result = run(
         """

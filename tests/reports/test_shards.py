@@ -85,7 +85,9 @@ def suite(run: Any, pytester: pytest.Pytester) -> Any:
     (pytester.path / "a" / "test_a.py").write_text(textwrap.dedent(SUITE_A))
     (pytester.path / "b" / "test_b.py").write_text(textwrap.dedent(SUITE_B))
 
-    def run_(*args: str) -> pytest.RunResult:
+    def run_(*args: str, fresh: bool = False) -> pytest.RunResult:
+        if fresh:  # a process of its own, as a CI shard is
+            return pytester.runpytest_subprocess(*inner_args(*args))
         import torch._dynamo
 
         torch._dynamo.reset()
@@ -117,17 +119,18 @@ def cli(*args: str) -> int:
     return main(list(args))
 
 
+@pytest.mark.subprocess  # each shard and the whole run in a fresh process, as on CI machines
 @pytest.mark.parametrize("split", list(SPLITS))
 def test_shards_combine_into_the_one_run_report_and_baseline(
     suite: Any, pytester: pytest.Pytester, split: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if split == "pytest-split":
         pytest.importorskip("pytest_split")
-    whole = suite(*GATE, "--recompile-report=full.json")
+    whole = suite(*GATE, "--recompile-report=full.json", fresh=True)
     whole.assert_outcomes(passed=6)
     first, second = SPLITS[split]
-    one = suite(*first, *GATE, "--recompile-report=s1.json")
-    two = suite(*second, *GATE, "--recompile-report=s2.json")
+    one = suite(*first, *GATE, "--recompile-report=s1.json", fresh=True)
+    two = suite(*second, *GATE, "--recompile-report=s2.json", fresh=True)
     ran = [r.parseoutcomes().get("passed", 0) for r in (one, two)]
     assert sum(ran) == 6, ran
     assert all(ran), ran  # two real shards, not one run and an empty one
@@ -153,7 +156,7 @@ def test_shards_combine_into_the_one_run_report_and_baseline(
     assert "fa (a/test_a.py:5), in 2 tests, 1 fixture" in capsys.readouterr().out
 
     # The baseline taken from the shards' reports is the one-run update's.
-    suite(*GATE, "--recompile-baseline-update", "--recompile-baseline=one.json")
+    suite(*GATE, "--recompile-baseline-update", "--recompile-baseline=one.json", fresh=True)
     assert cli("baseline", "shards.json", "s1.json", "s2.json") == 0
     said = capsys.readouterr().out
     assert "baseline written to shards.json: 5 added, 0 replaced, 0 removed" in said
