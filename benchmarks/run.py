@@ -32,12 +32,6 @@ depend on the machine; the ratios are what the targets are about.
 7. first called inside tests: the same model compiled at module level and first called
    inside the tests. Isolation drops what each test compiled, and reuses the first test's
    compile for the others (alone, each would compile it first). Target <= 1.05.
-10. rebuilt in every test: the same model class built and compiled in each of the 20 tests;
-   torch compiles ``forward`` once in all (a new instance passes the entry's guards), and so
-   must the gate. Target <= 1.05.
-11. three batch sizes: 20 tests each calling the module-level model at one of batch 2, 4, 8;
-   alone each compiles its batch statically, so the gate compiles each batch once, where the
-   plugin-off run goes dynamic at the second. Target <= 1.15.
 8. child processes that compile: inside one gated test, blocks of 2 spawned children that
    import torch and compile one function, alternated ABBA with the child-process contract
    in their environment (B: they record into the spool) and without it (A: what an ungated
@@ -47,15 +41,19 @@ depend on the machine; the ratios are what the targets are about.
    environment and without it, counted in instructions by callgrind (as for start-up, wall time
    varies ten times more than the 2% to check). Target <= 1.02. Blocks of 20 such children,
    alternated inside the gated test, by wall time: no target.
-
+10. rebuilt in every test: the same model class built and compiled in each of the 20 tests;
+   torch compiles ``forward`` once in all (a new instance passes the entry's guards), and so
+   must the gate. Target <= 1.05.
+11. three batch sizes: 20 tests each calling the module-level model at one of batch 2, 4, 8;
+   alone each compiles its batch statically, so the gate compiles each batch once, where the
+   plugin-off run goes dynamic at the second. Target <= 1.15.
 12. structured trace: the gated suite of benchmark 2 (every test passes) with
    ``--recompile-budget --recompile-trace=DIR`` (B) vs ``--recompile-budget`` (A): torch builds
    every structured record of each compile into a scratch file, deleted when the test passes.
    Target <= 1.10.
-
-    python benchmarks/run.py --only startup    # benchmark 1 alone (a few minutes)
-    python benchmarks/run.py --only children   # benchmarks 8 and 9 alone (a few minutes)
-    python benchmarks/run.py --only isolation  # benchmarks 6, 7, 10 and 11 alone
+13. guard reporting: the gated suite, and tests that each compile a 24-block model (about 300
+   guards), with the plugin at ``--base REV`` (A, checked out beside) and now (B), both
+   gating. Target <= 1.05. Runs only with ``--base``.
 14. fast suite: 1,500 fast tests, eager backend, each calling a module fixture's warmed
    compiled function, a module-level compiled function or one it defines and compiles, in
    turn; ``--recompile-budget`` (B) vs ``-p no:recompile`` (A). Targets: wall <= 1.05, peak
@@ -67,8 +65,22 @@ depend on the machine; the ratios are what the targets are about.
    tests (and, a second row, built and compiled in each test). Target <= 1.05: reuse takes
    the first test's compile of the forward and of its resume function.
 
-    python benchmarks/run.py --only trace      # benchmark 12 alone (a few minutes)
-    python benchmarks/run.py --only fast       # benchmark 14 alone
+One benchmark alone, by the name ``--only`` takes (the registry ``BENCHMARKS`` below):
+
+    python benchmarks/run.py --only startup    # 1 (a few minutes)
+    python benchmarks/run.py --only gated      # 2
+    python benchmarks/run.py --only hot        # 3
+    python benchmarks/run.py --only failfast   # 4
+    python benchmarks/run.py --only memory     # 5 (runs 2 to read its peak RSS)
+    python benchmarks/run.py --only isolation  # 6, 7, 10, 11 and 15
+    python benchmarks/run.py --only children   # 8 and 9 (a few minutes)
+    python benchmarks/run.py --only trace      # 12 (a few minutes)
+    python benchmarks/run.py --only guards --base REV  # 13
+    python benchmarks/run.py --only fast       # 14
+
+``benchmarks/shards.py`` times ``pytest-recompile combine``, ``report`` and ``compare`` on
+10,000 tests (absolute seconds: there is no plugin-off variant to set beside them), and
+``benchmarks/kept_entries.py`` what a call answered by a kept fixture entry costs.
 """
 
 from __future__ import annotations
@@ -512,7 +524,6 @@ def write_fast_suite(root: Path, tests: int) -> None:
 def fast_benchmarks(fast: Path, tests: int, reps: int) -> list[Result]:
     """Benchmark 14: many fast gated tests, side by side; their memory; and whether the
     gated per-test time stays flat over the run."""
-    print(f"14 {tests} fast tests ({reps} x 2 runs)", file=sys.stderr)
     # Both note each test's duration, as pytest measures it (JUnit XML rounds it to the
     # millisecond, a third of a fast test's): what differs is the plugin alone.
     off = [*QUIET, "-p", "no:recompile"]
@@ -586,7 +597,6 @@ def where_the_time_goes(workdir: Path, tests: int) -> list[tuple[str, float]]:
 def startup_benchmarks(start: Path, tests: int, reps: int, quick: bool) -> list[Result]:
     """Benchmark 1: ``--collect-only`` with the plugin installed but not asked for."""
     results: list[Result] = []
-    print(f"1/11 start-up ({reps * 2} x 2 runs)", file=sys.stderr)
     off = ["--collect-only", *QUIET, "-p", "no:recompile"]
     on = ["--collect-only", *QUIET]
     run_pytest(start, on)  # write bytecode caches, warm the file system
@@ -632,8 +642,7 @@ def children_blocks(reps: int, quick: bool) -> int:
 def children_benchmarks(kids: Path, reps: int, quick: bool) -> list[Result]:
     """Benchmarks 8 and 9: inside one gated test, children with and without the contract."""
     results: list[Result] = []
-    blocks = children_blocks(reps, quick)
-    print(f"8-9/11 child processes ({blocks} blocks of each, interleaved)", file=sys.stderr)
+    print(f"  {children_blocks(reps, quick)} blocks of each, interleaved", file=sys.stderr)
     out = kids / "elapsed.json"
     os.environ["BENCH_OUT"] = str(out)
     done = run_pytest(kids, [*QUIET, "--recompile-budget"])
@@ -670,186 +679,241 @@ def children_benchmarks(kids: Path, reps: int, quick: bool) -> list[Result]:
     return results
 
 
+@dataclass
+class Bench:
+    """What every benchmark reads: the options, the sizes, and the folders of the suites,
+    each written the first time a benchmark asks for it."""
+
+    quick: bool
+    reps: int
+    base: str | None
+    root: Path
+    sizes: dict[str, int]
+    backend: str
+    verdict_reps: int
+    model_reps: int
+    written: dict[str, Path] = field(default_factory=dict)
+    gated_memory: tuple[list[float], list[float]] | None = None  # benchmark 2's peak RSS
+    added_ms: float | None = None  # benchmark 2: milliseconds added per gated test
+    breakdown: list[tuple[str, float]] | None = None  # benchmark 2: where they go
+
+    def suite(self, name: str, write: Callable[[Path], None]) -> Path:
+        """The folder of suite ``name`` (with the launcher), written once."""
+        if name not in self.written:
+            where = self.root / name
+            where.mkdir()
+            (where / "launcher.py").write_text(LAUNCHER)
+            write(where)
+            self.written[name] = where
+        return self.written[name]
+
+    def gated(self) -> Path:
+        return self.suite(
+            "gated", lambda d: write_gated_suite(d, self.sizes["gated_tests"], self.sizes["calls"])
+        )
+
+
+def bench_startup(b: Bench) -> list[Result]:
+    tests = b.sizes["startup_tests"]
+    start = b.suite("startup", lambda d: write_startup_suite(d, tests))
+    return startup_benchmarks(start, tests, b.reps, b.quick)
+
+
+def bench_gated(b: Bench) -> list[Result]:
+    """Benchmark 2, and the peak RSS of its runs that benchmark 5 reports."""
+    gated = b.gated()
+    run_pytest(gated, [*QUIET, "test_gated.py", "-p", "no:recompile"])  # warm caches
+    a, r = interleaved(
+        b.reps,
+        lambda: run_pytest(gated, [*QUIET, "test_gated.py", "-p", "no:recompile"]),
+        lambda: run_pytest(gated, [*QUIET, "test_gated.py", "--recompile-budget"]),
+    )
+    assert all(run.rc == 0 for run in a + r), "the gated suite must pass"
+    suite = Result(
+        f"gated suite: {b.sizes['gated_tests']} tests x {b.sizes['calls']} calls, eager",
+        "-p no:recompile", "--recompile-budget", [run.seconds for run in a],
+        [run.seconds for run in r], 1.10,
+    )  # fmt: skip
+    b.gated_memory = ([run.maxrss_kb / 1024 for run in a], [run.maxrss_kb / 1024 for run in r])
+    difference = statistics.median(suite.b) - statistics.median(suite.a)
+    b.added_ms = difference * 1000 / b.sizes["gated_tests"]
+    b.breakdown = where_the_time_goes(gated, b.sizes["gated_tests"])
+    return [suite]
+
+
+def bench_hot(b: Bench) -> list[Result]:
+    calls = b.sizes["hot_calls"]
+    hot = b.suite("hot", lambda d: write_hot_suite(d, calls))
+    out = hot / "elapsed.json"
+    os.environ["BENCH_OUT"] = str(out)
+    blocks: dict[str, list[float]] = {"a": [], "b": []}
+    for _ in range(b.reps):
+        run_pytest(hot, [*QUIET, "-p", "no:recompile"])
+        for variant, times in json.loads(out.read_text()).items():
+            blocks[variant] += times
+    return [
+        Result(f"hot path: {calls} calls of a compiled function per variant and run, in "
+               "blocks of 500", "tracker off", "gate's tracker on", blocks["a"], blocks["b"],
+               1.02)
+    ]  # fmt: skip
+
+
+def bench_failfast(b: Bench) -> list[Result]:
+    def write(d: Path) -> None:
+        write_step_suite(d, b.backend)
+        write_step_conftest(d, b.backend)
+
+    step = b.suite("step", write)
+    junit = step / "junit.xml"
+    ungated = [*QUIET, f"--junitxml={junit}", "-p", "no:recompile"]
+    gated_step = [*QUIET, f"--junitxml={junit}", "--recompile-budget"]
+    fresh = iter(range(1_000_000))
+
+    def cold() -> dict[str, str]:
+        """A compile cache of its own for each run, as on a fresh CI machine."""
+        return {"TORCHINDUCTOR_CACHE_DIR": str(step / f"cache-{next(fresh)}")}
+
+    verdict = lambda: junit_seconds(junit)  # noqa: E731
+    a, r = interleaved(
+        b.verdict_reps,
+        lambda: run_pytest(step, ungated, timer=verdict, env=cold()),
+        lambda: run_pytest(step, gated_step, timer=verdict, env=cold()),
+    )
+    assert all(run.rc == 0 for run in a)
+    assert all(run.rc == 1 for run in r)
+    results = [
+        Result(f"fail-fast saving: step counter, 10 calls, {b.backend}, cold compile cache: "
+               "time to verdict (test duration)", "ungated (8 compiles, then eager)",
+               "--recompile-budget (fails at call 2)", [run.seconds for run in a],
+               [run.seconds for run in r], 0.3)
+    ]  # fmt: skip
+    warm_cache = {"TORCHINDUCTOR_CACHE_DIR": str(step / "cache-warm")}
+    run_pytest(step, ungated, env=warm_cache)  # fill the cache for both variants
+    a, r = interleaved(
+        b.verdict_reps,
+        lambda: run_pytest(step, ungated, timer=verdict, env=warm_cache),
+        lambda: run_pytest(step, gated_step, timer=verdict, env=warm_cache),
+    )
+    results.append(
+        Result("(no target) the same, warm compile cache: time to verdict", "ungated",
+               "--recompile-budget", [run.seconds for run in a], [run.seconds for run in r],
+               float("inf"))
+    )  # fmt: skip
+    return results
+
+
+def bench_memory(b: Bench) -> list[Result]:
+    """Benchmark 5: read from benchmark 2's runs (run here if it was not)."""
+    if b.gated_memory is None:
+        bench_gated(b)
+    assert b.gated_memory is not None
+    off, on = b.gated_memory
+    return [
+        Result("memory: peak RSS of the gated suite", "-p no:recompile", "--recompile-budget",
+               off, on, 1.05, unit="MiB")
+    ]  # fmt: skip
+
+
+def bench_isolation(b: Bench) -> list[Result]:
+    tests = 4 if b.quick else 20
+    dirs = {
+        kind: b.suite(kind, lambda d, k=kind: write_transformer_suite(d, tests, b.backend, kind=k))
+        for kind in MODEL_SUITES
+    }
+    return model_benchmarks(dirs, tests, b.backend, b.model_reps)
+
+
+def bench_children(b: Bench) -> list[Result]:
+    kids = b.suite(
+        "children", lambda d: write_children_suite(d, children_blocks(b.reps, b.quick), 20)
+    )
+    return children_benchmarks(kids, b.reps, b.quick)
+
+
+def bench_trace(b: Bench) -> list[Result]:
+    return [trace_benchmark(b.gated(), b.sizes, b.reps)]
+
+
+def bench_guards(b: Bench) -> list[Result]:
+    if b.base is None:
+        raise SystemExit("--only guards needs --base REV, the revision to compare with")
+    deep = b.suite("deep", lambda d: write_deep_suite(d, 4 if b.quick else 20, 24))
+    return guard_benchmarks(b.gated(), deep, b.sizes, b.reps, b.base, b.root)
+
+
+def bench_fast(b: Bench) -> list[Result]:
+    tests = 60 if b.quick else 1500
+    fast = b.suite("fast", lambda d: write_fast_suite(d, tests))
+    return fast_benchmarks(fast, tests, b.reps)
+
+
+# The benchmarks, by the name --only takes, in the order a full run takes them: (the numbers
+# of the docstring, what it measures, the function). Benchmark 13 runs only with --base.
+BENCHMARKS: dict[str, tuple[str, str, Callable[[Bench], list[Result]]]] = {
+    "startup": ("1", "start-up", bench_startup),
+    "gated": ("2", "gated suite", bench_gated),
+    "hot": ("3", "hot path", bench_hot),
+    "failfast": ("4", "fail-fast saving", bench_failfast),
+    "memory": ("5", "memory of the gated suite", bench_memory),
+    "isolation": ("6, 7, 10, 11, 15", "model suites", bench_isolation),
+    "children": ("8, 9", "child processes", bench_children),
+    "trace": ("12", "structured trace", bench_trace),
+    "guards": ("13", "guard reporting against --base", bench_guards),
+    "fast": ("14", "fast suite", bench_fast),
+}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one small repetition of each")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per variant")
     parser.add_argument(
         "--only",
-        choices=["startup", "children", "isolation", "trace", "guards", "fast"],
+        choices=list(BENCHMARKS),
         default=None,
-        help="run benchmark 1 (startup), 8 and 9 (children), 6, 7, 10, 11 and 15 (isolation), "
-        "12 (trace), 13 (guards, with --base) or 14 (fast) alone",
+        help="run one benchmark alone: "
+        + ", ".join(f"{name} ({numbers})" for name, (numbers, _, _) in BENCHMARKS.items()),
     )
     parser.add_argument(
         "--base",
         default=None,
         metavar="REV",
-        help="benchmark 13: the git revision to compare with, checked out beside (e.g. the "
-        "last commit before guard reporting)",
+        help="benchmark 13 (guards): the git revision to compare with, checked out beside",
     )
     args = parser.parse_args()
     quick = args.quick
     reps = args.reps or (1 if quick else 7)
-    verdict_reps = 1 if quick else 3
-    sizes = {
-        "startup_tests": 20 if quick else 200,
-        "gated_tests": 10 if quick else 100,
-        "calls": 5 if quick else 50,
-        "hot_calls": 2000 if quick else 20000,
-    }
-    backend = "eager" if quick else "inductor"
+    if args.only is not None:
+        chosen = [args.only]
+    else:  # 13 compares with another revision: only when one is given
+        chosen = [name for name in BENCHMARKS if name != "guards" or args.base is not None]
     results: list[Result] = []
-    if args.only == "children":
-        with tempfile.TemporaryDirectory(prefix="recompile-bench-") as tmp:
-            kids = Path(tmp)
-            (kids / "launcher.py").write_text(LAUNCHER)
-            write_children_suite(kids, children_blocks(reps, quick), 20)
-            results = children_benchmarks(kids, reps, quick)
-        print_table(results, reps, quick)
-        return 0 if quick or all(r.met for r in results) else 1
     with tempfile.TemporaryDirectory(prefix="recompile-bench-") as tmp:
-        root = Path(tmp)
-        dirs = {
-            name: root / name
-            for name in ("startup", "gated", "hot", "step", "children", "fast", *MODEL_SUITES)
-        }
-        for path in dirs.values():
-            path.mkdir()
-            (path / "launcher.py").write_text(LAUNCHER)
-        write_startup_suite(dirs["startup"], sizes["startup_tests"])
-        write_gated_suite(dirs["gated"], sizes["gated_tests"], sizes["calls"])
-        write_hot_suite(dirs["hot"], sizes["hot_calls"])
-        write_step_suite(dirs["step"], backend)
-        write_step_conftest(dirs["step"], backend)
-        model_tests = 4 if quick else 20
-        for kind in MODEL_SUITES:
-            write_transformer_suite(dirs[kind], model_tests, backend, kind=kind)
-        write_children_suite(dirs["children"], children_blocks(reps, quick), 20)
-        fast_tests = 60 if quick else 1500
-        write_fast_suite(dirs["fast"], fast_tests)
-        if args.only == "startup":
-            results = startup_benchmarks(dirs["startup"], sizes["startup_tests"], reps, quick)
-            print_table(results, reps, quick)
-            return 0 if quick or all(r.met for r in results) else 1
-        if args.only == "fast":
-            results = fast_benchmarks(dirs["fast"], fast_tests, reps)
-            print_table(results, reps, quick)
-            return 0 if quick or all(r.met for r in results) else 1
-        if args.only == "trace":
-            results = [trace_benchmark(dirs["gated"], sizes, reps)]
-            print_table(results, reps, quick)
-            return 0 if quick or all(r.met for r in results) else 1
-        if args.only == "guards":
-            if args.base is None:
-                raise SystemExit("--only guards needs --base REV, the revision to compare with")
-            deep = root / "deep"
-            deep.mkdir()
-            (deep / "launcher.py").write_text(LAUNCHER)
-            write_deep_suite(deep, 4 if quick else 20, 24)
-            results = guard_benchmarks(dirs["gated"], deep, sizes, reps, args.base, root)
-            print_table(results, reps, quick)
-            return 0 if quick or all(r.met for r in results) else 1
-        if args.only == "isolation":
-            model_reps = args.reps or (1 if quick else MODEL_REPS)
-            results = model_benchmarks(dirs, model_tests, backend, model_reps)
-            print_table(results, model_reps, quick)
-            return 0 if quick or all(r.met for r in results) else 1
-
-        results += startup_benchmarks(dirs["startup"], sizes["startup_tests"], reps, quick)
-
-        print(f"2/11 gated suite ({reps} x 2 runs)", file=sys.stderr)
-        gated = dirs["gated"]
-        run_pytest(gated, [*QUIET, "test_gated.py", "-p", "no:recompile"])  # warm caches
-        a, b = interleaved(
-            reps,
-            lambda: run_pytest(gated, [*QUIET, "test_gated.py", "-p", "no:recompile"]),
-            lambda: run_pytest(gated, [*QUIET, "test_gated.py", "--recompile-budget"]),
+        bench = Bench(
+            quick=quick,
+            reps=reps,
+            base=args.base,
+            root=Path(tmp),
+            sizes={
+                "startup_tests": 20 if quick else 200,
+                "gated_tests": 10 if quick else 100,
+                "calls": 5 if quick else 50,
+                "hot_calls": 2000 if quick else 20000,
+            },
+            backend="eager" if quick else "inductor",
+            verdict_reps=1 if quick else 3,
+            model_reps=args.reps or (1 if quick else MODEL_REPS),
         )
-        assert all(r.rc == 0 for r in a + b), "the gated suite must pass"
-        results.append(
-            Result(f"gated suite: {sizes['gated_tests']} tests x {sizes['calls']} calls, eager",
-                   "-p no:recompile", "--recompile-budget", [r.seconds for r in a],
-                   [r.seconds for r in b], 1.10)
-        )  # fmt: skip
-        memory = ([r.maxrss_kb / 1024 for r in a], [r.maxrss_kb / 1024 for r in b])
-        suite = results[-1]
-        added_ms = (
-            (statistics.median(suite.b) - statistics.median(suite.a)) * 1000 / sizes["gated_tests"]
-        )
-        breakdown = where_the_time_goes(gated, sizes["gated_tests"])
-
-        print(f"3/11 hot path ({reps} runs, blocks interleaved in each)", file=sys.stderr)
-        hot = dirs["hot"]
-        out = hot / "elapsed.json"
-        os.environ["BENCH_OUT"] = str(out)
-        blocks: dict[str, list[float]] = {"a": [], "b": []}
-        for _ in range(reps):
-            run_pytest(hot, [*QUIET, "-p", "no:recompile"])
-            for variant, times in json.loads(out.read_text()).items():
-                blocks[variant] += times
-        results.append(
-            Result(f"hot path: {sizes['hot_calls']} calls of a compiled function per variant "
-                   "and run, in blocks of 500", "tracker off", "gate's tracker on",
-                   blocks["a"], blocks["b"], 1.02)
-        )  # fmt: skip
-
-        print(f"4/11 fail-fast saving ({verdict_reps} x 2 runs, cold and warm)", file=sys.stderr)
-        step = dirs["step"]
-        junit = step / "junit.xml"
-        ungated = [*QUIET, f"--junitxml={junit}", "-p", "no:recompile"]
-        gated_step = [*QUIET, f"--junitxml={junit}", "--recompile-budget"]
-        fresh = iter(range(1_000_000))
-
-        def cold() -> dict[str, str]:
-            """A compile cache of its own for each run, as on a fresh CI machine."""
-            return {"TORCHINDUCTOR_CACHE_DIR": str(step / f"cache-{next(fresh)}")}
-
-        verdict = lambda: junit_seconds(junit)  # noqa: E731
-        a, b = interleaved(
-            verdict_reps,
-            lambda: run_pytest(step, ungated, timer=verdict, env=cold()),
-            lambda: run_pytest(step, gated_step, timer=verdict, env=cold()),
-        )
-        assert all(r.rc == 0 for r in a)
-        assert all(r.rc == 1 for r in b)
-        results.append(
-            Result(f"fail-fast saving: step counter, 10 calls, {backend}, cold compile cache: "
-                   "time to verdict (test duration)", "ungated (8 compiles, then eager)",
-                   "--recompile-budget (fails at call 2)", [r.seconds for r in a],
-                   [r.seconds for r in b], 0.3)
-        )  # fmt: skip
-        warm_cache = {"TORCHINDUCTOR_CACHE_DIR": str(step / "cache-warm")}
-        run_pytest(step, ungated, env=warm_cache)  # fill the cache for both variants
-        a, b = interleaved(
-            verdict_reps,
-            lambda: run_pytest(step, ungated, timer=verdict, env=warm_cache),
-            lambda: run_pytest(step, gated_step, timer=verdict, env=warm_cache),
-        )
-        results.append(
-            Result("(no target) the same, warm compile cache: time to verdict",
-                   "ungated", "--recompile-budget", [r.seconds for r in a],
-                   [r.seconds for r in b], float("inf"))
-        )  # fmt: skip
-
-        print("5/11 memory (from the gated suite runs)", file=sys.stderr)
-        results.append(
-            Result("memory: peak RSS of the gated suite", "-p no:recompile",
-                   "--recompile-budget", memory[0], memory[1], 1.05, unit="MiB")
-        )  # fmt: skip
-
-        results += model_benchmarks(dirs, model_tests, backend, 1 if quick else MODEL_REPS)
-        results += children_benchmarks(dirs["children"], reps, quick)
-        results.append(trace_benchmark(gated, sizes, reps))
-        results += fast_benchmarks(dirs["fast"], fast_tests, reps)
-
-    print_table(results, reps, quick, added_ms, breakdown)
+        for index, name in enumerate(chosen, 1):
+            numbers, what, run = BENCHMARKS[name]
+            print(f"{index}/{len(chosen)} {what} (benchmark {numbers})", file=sys.stderr)
+            results += run(bench)
+    print_table(results, reps, quick, bench.added_ms, bench.breakdown)
     return 0 if quick or all(r.met for r in results) else 1
 
 
 def trace_benchmark(gated: Path, sizes: dict[str, int], reps: int) -> Result:
     """Benchmark 12: the gated suite with ``--recompile-trace`` (B) and without it (A)."""
-    print(f"12 structured trace ({reps} x 2 runs)", file=sys.stderr)
     budget = [*QUIET, "test_gated.py", "--recompile-budget"]
     traced = [*budget, f"--recompile-trace={gated / 'traces'}"]
     run_pytest(gated, budget)  # warm caches
@@ -918,7 +982,7 @@ def guard_benchmarks(
             (deep, [*QUIET, "test_deep.py", "--recompile-budget"],
              "deep models: each test compiles a 24-block model (about 300 guards), eager"),
         ):  # fmt: skip
-            print(f"13 guards: {name} ({reps} x 2 runs)", file=sys.stderr)
+            print(f"  {name} ({reps} x 2 runs)", file=sys.stderr)
             run_pytest(where, args, env=then)  # warm caches
             a, b = interleaved(
                 reps,
@@ -958,7 +1022,7 @@ def model_benchmarks(
     results = []
     fresh = iter(range(1_000_000))
     for key, (label, target) in MODEL_SUITES.items():
-        print(f"{label} ({verdict_reps} x 2 runs)", file=sys.stderr)
+        print(f"  {label} ({verdict_reps} x 2 runs)", file=sys.stderr)
         where = dirs[key]
 
         def fresh_cache(where: Path = where) -> dict[str, str]:
