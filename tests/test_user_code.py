@@ -18,6 +18,7 @@ from snippets import (
     read_json,
 )
 
+from pytest_recompile.model.messages import EAGER_FALLBACK
 from pytest_recompile.model.names import PREFIX
 
 
@@ -72,7 +73,7 @@ def test_limit(tmp_path):
             "FailOnRecompileLimitHit*",
         ]
     )
-    assert "fell back to eager" not in result.stdout.str()
+    assert EAGER_FALLBACK not in result.stdout.str()
 
 
 def test_a_limit_hit_torch_raised_at_is_annotated_as_raised(run) -> None:

@@ -39,6 +39,7 @@ STOPPED = "stopped here, before compiling"
 
 
 EAGER_FALLBACK = "fell back to eager"
+DIVERGE = "ranks diverge"  # a divergence's first words
 
 
 LIMIT_RAISED = (
@@ -546,4 +547,4 @@ def divergence(processes: list[ProcessResult]) -> str | None:
             for rank, fn in sorted(seen.items())
         ]
         parts.append(", ".join(words))
-    return f"ranks diverge: {'; '.join(parts)}" if parts else None
+    return f"{DIVERGE}: {'; '.join(parts)}" if parts else None

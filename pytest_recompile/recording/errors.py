@@ -95,10 +95,13 @@ def stopped_message(
     return stopped.message(root, site)
 
 
+WARM_REFUSED = "would have compiled inside a warm block"
+
+
 def warm_refusal(name: str, filename: str, lineno: int) -> str:
     """The one wording of a compile refused inside a warm block (the test's ``warm``
     violation), without the ``pytest-recompile:`` prefix."""
-    return f"'{name}' ({location(filename, lineno)}) would have compiled inside a warm block"
+    return f"'{name}' ({location(filename, lineno)}) {WARM_REFUSED}"
 
 
 def warm_message(name: str, filename: str, lineno: int, reasons: tuple[Reason, ...]) -> str:

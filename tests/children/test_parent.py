@@ -19,6 +19,7 @@ from snippets import GLOO_RANK_KILLED, inner_args, outcomes, read_json
 from pytest_recompile.children import board
 from pytest_recompile.children import parent as processes
 from pytest_recompile.model import messages
+from pytest_recompile.model.messages import DIVERGE, EAGER_FALLBACK
 from pytest_recompile.model.names import SPOOL_ENV, SPOOL_OWNER
 from pytest_recompile.reports.json_report import SCHEMA_FILE
 
@@ -127,7 +128,7 @@ def test_ddp_over_gloo_one_rank_recompiles(pytester: pytest.Pytester) -> None:
         text,
     ), text
     assert (
-        "ranks diverge: rank 0 did not, rank 1 recompiled `Net.forward` once (TENSOR_MATCH(size))"
+        f"{DIVERGE}: rank 0 did not, rank 1 recompiled `Net.forward` once (TENSOR_MATCH(size))"
     ) in text
     assert "the test itself raised ProcessRaisedException" in text
     tests = _tests(pytester)
@@ -138,7 +139,7 @@ def test_ddp_over_gloo_one_rank_recompiles(pytester: pytest.Pytester) -> None:
     ]
     assert differs["recompiles"] == 0  # the test's own process
     assert differs["processes"][1]["stopped"] is True
-    assert differs["divergence"].startswith("ranks diverge: rank 0 did not, rank 1")
+    assert differs["divergence"].startswith(f"{DIVERGE}: rank 0 did not, rank 1")
     assert [v["kind"] for v in differs["violations"]] == ["total"]
     assert differs["violations"][0]["message"].startswith("rank 1 (pid ")
     equal = tests["test_equal_batches"]
@@ -150,7 +151,7 @@ def test_ddp_over_gloo_one_rank_recompiles(pytester: pytest.Pytester) -> None:
     assert equal["divergence"] is None
     agree = tests["test_ranks_must_agree"]  # budget 1 holds on each rank; divergence fails
     assert [v["kind"] for v in agree["violations"]] == ["divergence"]
-    assert "ranks diverge" in agree["violations"][0]["message"]
+    assert DIVERGE in agree["violations"][0]["message"]
     # JUnit, GitHub annotations (at the child's function) and Markdown carry the children
     junit = (pytester.path / "j.xml").read_text()
     assert re.search(
@@ -529,7 +530,7 @@ def test_child_modes_and_recompile_limit(pytester: pytest.Pytester, mode: str) -
     expected = "failed" if mode == "at-end" else "passed"
     assert outcomes(result) == {"test_limit_in_child": expected}, result.stdout.str()
     result.stdout.re_match_lines(
-        [r".*pid \d+ \(python -c\): 'h' hit recompile_limit \(1\) and fell back to eager.*"]
+        [rf".*pid \d+ \(python -c\): 'h' hit recompile_limit \(1\) and {EAGER_FALLBACK}.*"]
     )
     (test,) = _tests(pytester).values()
     (child,) = test["processes"]

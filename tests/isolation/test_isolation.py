@@ -18,7 +18,7 @@ from snippets import (
 )
 
 from pytest_recompile._torch import versions
-from pytest_recompile.model.messages import STOPPED
+from pytest_recompile.model.messages import EAGER_FALLBACK, STOPPED
 from pytest_recompile.model.names import PREFIX
 from pytest_recompile.reports.terminal import ISOLATION_HINT, RESET_FALLBACK
 
@@ -174,7 +174,7 @@ def test_a(warmed):
     result.stdout.fnmatch_lines(
         [
             f"{PREFIX} test_it.py: module fixture 'warmed' hit recompile_limit while set up: "
-            "'shared' fell back to eager for every test that uses it; *"
+            f"'shared' {EAGER_FALLBACK} for every test that uses it; *"
         ]
     )
 
@@ -203,7 +203,7 @@ def test_limit(warmed):
     )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        [f"{PREFIX} 'shared' hit recompile_limit (3) and fell back to eager: *"]
+        [f"{PREFIX} 'shared' hit recompile_limit (3) and {EAGER_FALLBACK}: *"]
     )
     # 1 kept + 2 new entries: the third new shape is the one torch refuses.
     result.stdout.fnmatch_lines(["    cache entries: 3, compiles: 2, recompiles: 2"])

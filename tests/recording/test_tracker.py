@@ -21,6 +21,7 @@ from pytest_recompile import (
 from pytest_recompile._torch import events
 from pytest_recompile.model.messages import STOPPED
 from pytest_recompile.model.names import PREFIX
+from pytest_recompile.recording.errors import WARM_REFUSED
 
 
 def make_double():
@@ -267,7 +268,7 @@ def test_library_api_scoped_and_warm() -> None:
     assert str(info.value).startswith(
         f"{PREFIX} 'test_library_api_scoped_and_warm.<locals>.double' ("
     )
-    assert "would have compiled inside a warm block" in str(info.value)
+    assert WARM_REFUSED in str(info.value)
     assert "fix TENSOR_MATCH(rank)" in str(info.value)
     assert "stopped at tests/recording/test_tracker.py:" in str(
         info.value
@@ -306,7 +307,7 @@ def test_warm_refuses(recompiles):
     result.stdout.fnmatch_lines(
         [
             "*_ test_warm_refuses _*",
-            f"{PREFIX} 'f' (test_it.py:*) would have compiled inside a warm block",
+            f"{PREFIX} 'f' (test_it.py:*) {WARM_REFUSED}",
             "    * EQUALS_MATCH: G?'step'? == 0",
             "    fix EQUALS_MATCH: *",
             "  stopped at test_it.py:* in test_warm_refuses, before compiling",
