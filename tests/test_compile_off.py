@@ -8,7 +8,7 @@ import os
 import textwrap
 
 import pytest
-from snippets import HEADER, inner_args
+from snippets import HEADER, STEP, inner_args
 
 from pytest_recompile._torch.instruments import FORCE_EAGER
 from pytest_recompile.model.names import PREFIX
@@ -21,13 +21,9 @@ from pytest_recompile.reports.terminal import (
 )
 
 # Two tests that each recompile once where torch.compile runs.
-TWO = """
-step = 0
-
-@torch.compile(backend="eager")
-def f(x):
-    return x + step
-
+TWO = (
+    STEP
+    + """
 def test_one():
     global step
     for step in range(2):
@@ -37,6 +33,7 @@ def test_two():
     f(torch.ones(2))
     f(torch.ones(2, 2))
 """
+)
 
 SPELLINGS = {
     "TORCH_COMPILE_DISABLE=1": ({"TORCH_COMPILE_DISABLE": "1"}, ""),

@@ -18,6 +18,18 @@ EXAMPLES = ROOT / "examples"
 pytestmark = pytest.mark.subprocess  # each runs the example in a fresh pytest process
 
 
+def workflow_step(line: str, where: object) -> subprocess.CompletedProcess[str]:
+    """A workflow's shell line, run in ``where`` with the console script on PATH and the job
+    summary in ``step_summary.md`` there."""
+    line = line.replace('"$GITHUB_STEP_SUMMARY"', "step_summary.md")
+    bin_dir = os.path.dirname(sys.executable)  # where pip put the console script
+    path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    return subprocess.run(
+        line, shell=True, cwd=where, capture_output=True, text=True, check=False,
+        env={**os.environ, "PATH": path},
+    )  # fmt: skip
+
+
 def test_example_catches_the_step_counter_and_passes_the_fix(
     request: pytest.FixtureRequest, pytester: pytest.Pytester
 ) -> None:
@@ -79,18 +91,7 @@ def test_the_ci_workflow_command_works_as_written(
     ]
     assert len(compares) == 2
     for line in compares:
-        line = line.replace('"$GITHUB_STEP_SUMMARY"', "step_summary.md")
-        bin_dir = os.path.dirname(sys.executable)  # where pip put the console script
-        path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
-        done = subprocess.run(
-            line,
-            shell=True,
-            cwd=pytester.path,
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**os.environ, "PATH": path},
-        )
+        done = workflow_step(line, pytester.path)
         assert done.returncode == 0, done.stderr
     text = (pytester.path / "step_summary.md").read_text()
     assert text.endswith("**no change**\n")
@@ -136,10 +137,8 @@ def test_the_sharded_workflow_works_as_written(pytester: pytest.Pytester) -> Non
 
     # The gate job: main's combined report stands in for the one gh downloads (here the same
     # run's, so the comparison finds no change).
-    bin_dir = os.path.dirname(sys.executable)  # where pip put the console script
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     commands = [
-        line.replace('"$GITHUB_STEP_SUMMARY"', "step_summary.md")
+        line
         for line in (workflow.split("\n  gate:", 1)[1]).splitlines()
         if line.strip().removeprefix("run:").strip().startswith("pytest-recompile")
     ]
@@ -149,15 +148,7 @@ def test_the_sharded_workflow_works_as_written(pytester: pytest.Pytester) -> Non
         if "main-report/" in line and not (pytester.path / "main-report").exists():
             (pytester.path / "main-report").mkdir()
             shutil.copy(pytester.path / "recompiles.json", pytester.path / "main-report")
-        done = subprocess.run(
-            line,
-            shell=True,
-            cwd=pytester.path,
-            capture_output=True,
-            text=True,
-            check=False,
-            env=env,
-        )
+        done = workflow_step(line, pytester.path)
         assert done.returncode in (0, 1), (line, done.stderr)
         statuses.append((line.split()[1], done.returncode, done.stdout))
     assert [(command, status) for command, status, _ in statuses] == [

@@ -6,7 +6,7 @@ import textwrap
 from glob import escape as esc
 
 import pytest
-from snippets import DOUBLE, HEADER, assert_marker_error, assert_totals, inner_args
+from snippets import DOUBLE, HEADER, STEP, assert_marker_error, assert_totals, inner_args
 
 from pytest_recompile.model.names import (
     EXPECT_GUARDS_FORM,
@@ -140,18 +140,15 @@ def test_bad_cli_budget(run, value: str) -> None:
     )  # fmt: skip
 
 
-STEPS = """
-step = 0
-
-@torch.compile(backend="eager")
-def f(x):
-    return x + step
-
+STEPS = (
+    STEP
+    + """
 def test_steps():
     global step
     for step in range(3):
         f(torch.ones(2))
 """
+)
 
 
 @pytest.mark.parametrize(
