@@ -33,6 +33,7 @@ from .results import (
     SourceLineResult,
     ViolationKind,
     ViolationResult,
+    diverging,
 )
 
 STOPPED = "stopped here, before compiling"
@@ -516,30 +517,10 @@ def _why(function: dict[str, Any]) -> str:
 
 def divergence(processes: list[ProcessResult]) -> str | None:
     """``ranks diverge: rank 0 recompiled `forward` once (TENSOR_MATCH(size)), rank 1 did
-    not``: ranks that compiled a shared function a different number of times, or for
-    different guard kinds (None: they agree, or fewer than two ranks)."""
-    by_rank: dict[int, dict[str, dict[str, Any]]] = {}
-    for process in processes:
-        if process["rank"] is None:
-            continue
-        functions = by_rank.setdefault(process["rank"], {})
-        for fn in process["functions"]:
-            functions.setdefault(fn["qualname"], {"recompiles": []})["recompiles"] += fn[
-                "recompiles"
-            ]
-    if len(by_rank) < 2:
-        return None
+    not``: the wording of :func:`~.results.diverging` (None: the ranks agree, or fewer than
+    two ranks)."""
     parts = []
-    names = sorted({name for functions in by_rank.values() for name in functions})
-    for name in names:
-        seen = {
-            rank: functions.get(name, {"recompiles": []}) for rank, functions in by_rank.items()
-        }
-        shapes = {
-            (len(fn["recompiles"]), _why(fn) if fn["recompiles"] else "") for fn in seen.values()
-        }
-        if len(shapes) < 2:
-            continue
+    for name, seen in diverging(processes).items():
         words = [
             f"rank {rank} recompiled `{name}` {_times(len(fn['recompiles']))} ({_why(fn)})"
             if fn["recompiles"]

@@ -419,3 +419,36 @@ def child_recompiles(data: TestResult) -> int:
 def below_baseline(data: TestResult) -> bool:
     """The test recompiled less than its baseline allows: the baseline can be tightened."""
     return data["baseline"] is not None and per_process(data) < data["baseline"]
+
+
+def diverging(processes: list[ProcessResult]) -> dict[str, dict[int, dict[str, Any]]]:
+    """The shared functions that ranks compiled differently: by function, each rank's
+    recompiles of it (``{"recompiles": [...]}``, empty where it did not recompile), where
+    the ranks' counts or first failing guard kinds differ. Empty where fewer than two ranks
+    ran, or they agree."""
+    by_rank: dict[int, dict[str, dict[str, Any]]] = {}
+    for process in processes:
+        if process["rank"] is None:
+            continue
+        functions = by_rank.setdefault(process["rank"], {})
+        for fn in process["functions"]:
+            functions.setdefault(fn["qualname"], {"recompiles": []})["recompiles"] += fn[
+                "recompiles"
+            ]
+    if len(by_rank) < 2:
+        return {}
+    found = {}
+    for name in sorted({name for functions in by_rank.values() for name in functions}):
+        seen = {
+            rank: functions.get(name, {"recompiles": []}) for rank, functions in by_rank.items()
+        }
+        shapes = {(len(fn["recompiles"]), _first_kinds(fn)) for fn in seen.values()}
+        if len(shapes) > 1:
+            found[name] = seen
+    return found
+
+
+def _first_kinds(function: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:
+    """The kind and detail of each recompile's first failing guard, once each, in order."""
+    kinds = [(r["kind"], r["detail"]) for rc in function["recompiles"] for r in rc["reasons"][:1]]
+    return tuple(dict.fromkeys(kinds))
