@@ -47,7 +47,7 @@ def _seconds(text: str) -> float:
 
 
 def _count(text: str) -> int:
-    if not text.strip().isdigit():
+    if not (text.strip().isascii() and text.strip().isdigit()):
         raise argparse.ArgumentTypeError(f"expected a whole number (0 for all), got {text!r}")
     return int(text)
 
@@ -170,7 +170,7 @@ def _run(args: argparse.Namespace) -> int:
                     "compare takes one report a side; combine each side's shards first: "
                     f"{PROG} combine -o base.json BASE-SHARDS... (and the same for head)"
                 )
-            return _compare(args, load_report(args.base), load_report(args.head))
+            return _compare(args, *(_compiled(path) for path in (args.base, args.head)))
         run = _combined(args.inputs)
         if command == "combine":
             from .reports.files import write_json_atomic
@@ -191,6 +191,20 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"{PROG} {command}: cannot write: {exc}", file=sys.stderr)
         return 2
+
+
+def _compiled(path: str) -> RunResults:
+    """A report to compare: one whose torch.compile ran (eager code measures nothing)."""
+    from .reports.terminal import switched_off
+
+    run = load_report(path)
+    off = switched_off(run)
+    if off:
+        raise ReportError(
+            f"{path}: torch.compile was switched off in that run ({'; '.join(off)}): its "
+            "counts measure eager code; compare runs that compiled"
+        )
+    return run
 
 
 def _combined(paths: list[str]) -> RunResults:
@@ -238,20 +252,27 @@ def _report(args: argparse.Namespace, run: RunResults) -> int:
 def _baseline(args: argparse.Namespace, run: RunResults) -> int:
     import os
 
-    from .reports.baseline import read_baseline_document, unabsorbed, update_baseline
+    from .reports.baseline import (
+        baseline_refusal,
+        read_baseline_document,
+        unabsorbed,
+        update_baseline,
+    )
     from .reports.files import write_json_atomic
 
     partial = [nodeid for nodeid, data in run.results() if data["stopped_at"] is not None]
-    failed = [nodeid for nodeid, (outcome, _) in run.tests.items() if outcome != "passed"]
-    if run.incomplete is not None or partial or failed:
+    failed = [n for n, (outcome, _) in run.tests.items() if outcome in ("failed", "error")]
+    why = baseline_refusal(run)
+    if why is None and run.incomplete is not None:
+        why = f"a report is incomplete ({run.incomplete})"
+    if why is None and partial:
         why = (
-            f"a report is incomplete ({run.incomplete})"
-            if run.incomplete is not None
-            else f"fail-fast stopped {partial[0]}: its counts are partial (update with "
+            f"fail-fast stopped {partial[0]}: its counts are partial (update with "
             "--recompile-baseline-update, which runs report-only)"
-            if partial
-            else f"{failed[0]} did not pass, so its counts may be incomplete"
         )
+    if why is None and failed:
+        why = f"{failed[0]} did not pass, so its counts may be incomplete"
+    if why is not None:
         raise ReportError(f"baseline {args.baseline} NOT updated: {why}")
     old = None
     if os.path.exists(args.baseline):

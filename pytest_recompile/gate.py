@@ -236,6 +236,8 @@ class Gate:
         """Before a test's set-up: isolate it, and start its tracker if it is gated."""
         budget = item.stash.get(BUDGET_KEY, None)
         self._listen()
+        if budget is not None:
+            self.faults.call(self._note_switched_off)
         isolated = not self.settings.keep_caches and (budget is not None or uses_recompiles(item))
         if isolated:
             if self.keeps_entries:
@@ -259,11 +261,17 @@ class Gate:
             run.token = self.children.announce("test", item.nodeid, budget, tracker.mode)
         run.isolating_setup = isolated and self.keeps_entries
 
-    def call_phase(self, item: pytest.Item, verdict: TestVerdict) -> Generator[None, None, None]:
-        off = self.faults.call(instruments.compile_switched_off)  # a session fixture's stance
-        if off and off not in self._switched_off:  # included: set up by now
+    def _note_switched_off(self) -> None:
+        """Where torch.compile is switched off for the whole run (the environment, Dynamo's
+        config, a stance from a conftest or a wider fixture), say so, once per spelling. Read
+        before a test's set-up and after its teardown has restored what the test itself
+        changed: a test that runs eagerly on purpose (its own fixture's stance) is not it."""
+        off = instruments.compile_switched_off()
+        if off and off not in self._switched_off:
             self._switched_off.add(off)
             self.disabled.append(off)
+
+    def call_phase(self, item: pytest.Item, verdict: TestVerdict) -> Generator[None, None, None]:
         failure: BaseException | None = None
         try:
             result = yield
@@ -292,6 +300,8 @@ class Gate:
         finally:
             if run is not None:  # after the test's own finalizers: they may restore it
                 self.faults.call(run.restore_state, item)
+                if verdict is not None:  # what is still off now, a wider fixture left
+                    self.faults.call(self._note_switched_off)
                 self.end_test(run)
             if verdict is not None:  # the last judgement: the teardown's report carries it
                 self.faults.call(verdict.judge)

@@ -177,10 +177,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_load_initial_conftests(args: list[str]) -> None:
-    """A bare ``--recompile-budget`` before a test path is the flag, then the path."""
-    if "--recompile-budget" in args:
-        args[:] = bare_budget_flags(args)
+@pytest.hookimpl(tryfirst=True)  # before pytest's own, which finds the initial conftests
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> None:
+    """A bare ``--recompile-budget`` before a test path is the flag, then the path: the
+    arguments are rewritten, and the early parse (which names the paths whose conftests
+    load first) is made again from them."""
+    if "--recompile-budget" not in args:
+        return
+    fixed = bare_budget_flags(args)
+    if fixed == args:
+        return
+    args[:] = fixed
+    import copy
+
+    early = early_config.known_args_namespace
+    namespace = parser.parse_known_args(args, namespace=copy.copy(early_config.option))
+    namespace.confcutdir = early.confcutdir  # what pytest set on the first parse
+    early_config.known_args_namespace = namespace
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -24,7 +24,12 @@ from .model.messages import other_torch, plural
 from .model.names import PREFIX
 from .model.results import Carried, Environment, ReportSettings
 from .model.run import RunResults
-from .reports.baseline import read_baseline_document, unabsorbed, update_baseline
+from .reports.baseline import (
+    baseline_refusal,
+    read_baseline_document,
+    unabsorbed,
+    update_baseline,
+)
 from .reports.ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
 from .reports.durations import duration_lines, job_id_line, title
 from .reports.files import write_json_atomic, write_text_atomic
@@ -125,7 +130,7 @@ class SessionResults:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that gated nothing
         run.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         try:
-            self.write_files(session, exitstatus)
+            self.write_files(session, int(session.exitstatus))
         except (OSError, TypeError, ValueError) as exc:
             self.errors.append(f"{PREFIX} could not write: {exc}")
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
@@ -181,6 +186,10 @@ class SessionResults:
             self.write_baseline(session, exitstatus, settings.baseline)
 
     def write_baseline(self, session: pytest.Session, exitstatus: int, path: str) -> None:
+        why = baseline_refusal(self.run)
+        if why is not None:
+            self.errors.append(f"{PREFIX} baseline {path} NOT updated: {why}")
+            return
         if exitstatus != pytest.ExitCode.OK:
             self.errors.append(
                 f"{PREFIX} baseline {path} NOT updated: the run did not "

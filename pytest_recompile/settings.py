@@ -337,7 +337,8 @@ def bare_budget_flags(args: list[str]) -> list[str]:
     found = list(args)
     for index, word in enumerate(found[:-1]):
         after = found[index + 1]
-        if word == "--recompile-budget" and not after.startswith("-") and not after.isdigit():
+        integer = after.isascii() and after.isdigit()
+        if word == "--recompile-budget" and not after.startswith("-") and not integer:
             found[index] = "--recompile-budget=0"
     return found
 

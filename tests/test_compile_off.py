@@ -119,3 +119,52 @@ def test_a_gated_run_that_compiled_nothing_says_so(run) -> None:
     compiled = run(TWO, "--recompile-budget=1")
     compiled.stdout.no_fnmatch_line(f"*{NOTHING_COMPILED}*")
     compiled.stdout.no_fnmatch_line("*switched off*")
+
+
+@pytest.mark.subprocess
+def test_a_baseline_update_with_compile_off_changes_nothing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """Eager code recompiles nothing: an update would remove every entry. It refuses, in
+    the plugin and from the run's report, and compare refuses the report too."""
+    from pytest_recompile.__main__ import main
+
+    pytester.makepyfile(test_it=HEADER + textwrap.dedent(TWO))
+    pytester.runpytest_subprocess(*inner_args(
+        "-p", "no:randomly", "--recompile-baseline-update", "--recompile-baseline=b.json"
+    ))  # fmt: skip
+    before = (pytester.path / "b.json").read_text()
+    monkeypatch.setenv("TORCH_COMPILE_DISABLE", "1")
+    off = pytester.runpytest_subprocess(*inner_args(
+        "-p", "no:randomly", "--recompile-baseline-update", "--recompile-baseline=b.json",
+        "--recompile-report=off.json",
+    ))  # fmt: skip
+    off.stdout.fnmatch_lines([f"{PREFIX} baseline b.json NOT updated: torch.compile was *"])
+    assert off.ret == pytest.ExitCode.TESTS_FAILED
+    assert (pytester.path / "b.json").read_text() == before
+    os.chdir(pytester.path)
+    assert main(["baseline", "b.json", "off.json"]) == 2
+    assert main(["compare", "off.json", "off.json"]) == 2
+    assert "torch.compile was switched off in that run" in capsys.readouterr().err
+    assert (pytester.path / "b.json").read_text() == before
+
+
+def test_a_test_that_runs_eagerly_on_purpose_is_not_the_run(run) -> None:
+    """A function fixture's force_eager stance is the test's own choice: the run is not
+    failed for it (a conftest's or a session fixture's is the whole run's)."""
+    result = run(
+        TWO
+        + """
+@pytest.fixture
+def eager():
+    torch.compiler.set_stance("force_eager")
+    yield
+    torch.compiler.set_stance("default")
+
+def test_eager_on_purpose(eager):
+    f(torch.ones(3))
+""",
+        "--recompile-budget=1",
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.no_fnmatch_line("*switched off*")

@@ -130,7 +130,7 @@ def test_bad_marker_fails_collection_before_torch_is_imported(pytester: pytest.P
     assert "passed" not in result.stdout.str()  # nothing ran: the bar is red, not green
 
 
-@pytest.mark.parametrize("value", ["-1", "abc", "1.5"])
+@pytest.mark.parametrize("value", ["-1", "abc", "1.5", "\u00b2"])
 def test_bad_cli_budget(run, value: str) -> None:
     result = run("def test_x():\n    pass\n", f"--recompile-budget={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -293,3 +293,22 @@ def test_n_2_then_a_bare_flag_then_a_path(pytester: pytest.Pytester) -> None:
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*1 recompile of f (EQUALS_MATCH*budget 0 (--recompile-budget=0)"])
+
+
+def test_a_bare_flag_before_a_directory_loads_its_conftest_first(run, pytester) -> None:
+    """pytest loads the conftests of the paths given before it parses the rest: a path after
+    a bare flag is one of them (its conftest's options are known)."""
+    sub = pytester.mkdir("sub")
+    (sub / "conftest.py").write_text(
+        "def pytest_addoption(parser):\n    parser.addoption('--myopt')\n"
+    )
+    (sub / "test_it.py").write_text(
+        "def test_x(request):\n    assert request.config.getoption('myopt') == '1'\n"
+    )
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    result = pytester.runpytest(
+        *inner_args("--recompile-budget", "sub", "--myopt=1", "-p", "no:randomly")
+    )
+    result.assert_outcomes(passed=1)

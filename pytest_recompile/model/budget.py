@@ -166,6 +166,6 @@ def check_count(value: object, where: str) -> int:
 def parse_count_text(text: str, where: str) -> int:
     """An option or ini value: decimal digits only ("0", "3")."""
     stripped = text.strip()
-    if not stripped.isdigit():
+    if not (stripped.isascii() and stripped.isdigit()):
         raise BudgetError(f"{where}: expected a non-negative integer such as 0 or 3, got {text!r}")
     return int(stripped)

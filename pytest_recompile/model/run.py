@@ -62,8 +62,9 @@ class RunResults:
         return [data for _, data in self.results()]
 
     def ran(self) -> set[str]:
-        """The gated tests that ran: those with figures, and those that ran without."""
-        return set(self.tests) | self.gated
+        """The gated tests that ran and were measured: those with figures, less the skipped
+        (a skipped test measured nothing: a baseline keeps what it had)."""
+        return {nodeid for nodeid, (outcome, _) in self.tests.items() if outcome != "skipped"}
 
     def add_fixtures(self, fixtures: list[FixtureResult], process: str = "") -> None:
         """Wider fixtures set up in ``process`` (an xdist worker, a shard). One set up the
@@ -94,6 +95,8 @@ class RunResults:
             self.outcomes.pop(nodeid, None)
             if failed:
                 self.outcomes[nodeid] = "error"
+            elif outcome == "skipped":  # skipif, or pytest.skip in a fixture
+                self.outcomes[nodeid] = "skipped"
         elif when == "call":
             self.outcomes[nodeid] = outcome
         elif failed and self.outcomes.get(nodeid, "passed") == "passed":

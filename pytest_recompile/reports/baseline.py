@@ -227,6 +227,23 @@ def update_baseline(
     )
 
 
+def baseline_refusal(run: RunResults) -> str | None:
+    """Why ``run``'s counts must not update a baseline (None: they may): compile was switched
+    off (eager code recompiles nothing, and every entry would be removed), or gated tests ran
+    without figures."""
+    from .terminal import switched_off
+
+    off = switched_off(run)
+    if off:
+        return (
+            f"torch.compile was switched off ({'; '.join(off)}): eager code measures nothing, "
+            "and every entry of the tests that ran would be removed"
+        )
+    if run.missing():
+        return f"{len(run.missing())} gated test(s) ran without figures ({run.missing()[0]})"
+    return None
+
+
 def unabsorbed(run: RunResults) -> list[str]:
     """What the gate run after a baseline update would still fail: every broken rule but a
     total over the default budget or an old baseline (the one thing a baseline raises).

@@ -30,6 +30,12 @@ SAME_ENVIRONMENT = ("torch", "torch_build", "python", "pytest", "pytest_recompil
 FAILED = ("failed", "error")
 
 
+def now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 class CombineError(ReportError):
     """Inputs that do not combine into one run's report: one line naming them."""
 
@@ -57,7 +63,8 @@ def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
                     "shards apart (and compare the combined reports)"
                 )
         for key, value in run.settings.items():
-            if value != settings.get(key):
+            # The baseline's path differs from one checkout to another: not an option.
+            if key != "baseline" and value != settings.get(key):
                 raise CombineError(
                     f"{path} ran with the gate option {key}={value!r}, {first_path} with "
                     f"{key}={settings.get(key)!r}: shards of one run share its options"
@@ -75,7 +82,7 @@ def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
             "compile_disabled": list(disabled),
         },
         settings=settings,
-        created=max(run.created or "" for _, run in inputs) or None,
+        created=max(run.created or "" for _, run in inputs) or now(),
     )
     incomplete: list[str] = []
     for index, (path, run) in ordered:

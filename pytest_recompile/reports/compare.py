@@ -35,6 +35,7 @@ DEFAULT_FAIL_ON = ("recompiles", "graph-breaks", "limit-hits")
 DEFAULT_SECONDS = 1.0  # a change in compile seconds smaller than this is not shown
 FORMATS = ("text", "markdown", "json")
 ENVIRONMENT = (
+    "compile_disabled",
     "torch",
     "torch_build",
     "python",
@@ -132,10 +133,11 @@ class Change:
     detail: str = ""  # new kinds, new values, the sites of graph breaks
 
     moved: bool = False  # graph breaks at other lines, as many and for the same reasons
+    new: bool = False  # graph breaks at sites (and for reasons) BASE did not have
 
     @property
     def worse(self) -> bool:
-        return self.head > self.base or (self.measure == "guards" and bool(self.detail))
+        return self.head > self.base or (self.measure == "guards" and bool(self.detail)) or self.new
 
     @property
     def better(self) -> bool:
@@ -205,7 +207,7 @@ def _break_changes(base: dict[str, str], head: dict[str, str]) -> list[Change]:
         said = [f"new at {s}: {head[s]}" for s in new] + [f"gone at {s}" for s in gone]
         found.append(
             Change("graph-breaks", None, len(base) - len(moves), len(head) - len(moves),
-                   "; ".join(said))
+                   "; ".join(said), new=bool(new))
         )  # fmt: skip
     return found
 

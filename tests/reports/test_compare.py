@@ -412,3 +412,13 @@ def test_a_report_without_a_required_field_is_one_line(
     else:
         missing = f"the document: missing required field '{field}'"
         assert f"bad.json: does not fit the report schema: {missing}" in err
+
+
+def test_a_graph_break_replaced_by_another_is_worse() -> None:
+    from pytest_recompile.reports.compare import _break_changes
+
+    (replaced,) = _break_changes({"a.py:1 in f": "print"}, {"a.py:9 in f": "data-dependent"})
+    assert replaced.worse
+    (moved,) = _break_changes({"a.py:1 in f": "print"}, {"a.py:2 in f": "print"})
+    assert not moved.worse
+    assert not moved.better

@@ -462,3 +462,50 @@ def test_the_readme_shards(request: pytest.FixtureRequest) -> None:
     (readme,) = checked_blocks(request)
     page = next(b for b in blocks(ROOT / "docs" / "shards.md") if b.lang == "shell")
     assert [c.split("  #")[0] for c in readme.commands] == page.commands
+
+
+SKIPPING = """
+import pytest
+import torch
+
+@torch.compile(backend="eager")
+def g(x):
+    return x + 1
+
+def test_on_gpu_only():
+    if not getattr(torch, "pretend_gpu", False):
+        pytest.skip("no GPU here")
+    g(torch.ones(2))
+    g(torch.ones(2, 2))
+
+@pytest.mark.skipif("not getattr(torch, 'pretend_gpu', False)")
+def test_marked_gpu_only():
+    g(torch.ones(3))
+    g(torch.ones(3, 3))
+"""
+
+
+def test_an_update_keeps_the_entries_of_skipped_tests(
+    suite: Any, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CPU lane updating the baseline keeps what the GPU lane recorded for its tests: a
+    skipped test measured nothing."""
+    (pytester.path / "b" / "test_gpu.py").write_text(textwrap.dedent(SKIPPING))
+    conftest = "import torch\ntorch.pretend_gpu = True\n"
+    (pytester.path / "conftest.py").write_text(conftest)  # the GPU lane
+    suite("-p", "no:randomly", "--recompile-baseline-update", "--recompile-baseline=b.json")
+    recorded = json.loads((pytester.path / "b.json").read_text())["tests"]
+    assert {"b/test_gpu.py::test_on_gpu_only", "b/test_gpu.py::test_marked_gpu_only"} <= set(
+        recorded
+    )
+    (pytester.path / "conftest.py").write_text(conftest.replace("True", "False"))  # CPU lane
+    cpu = suite(
+        "-p", "no:randomly", "--recompile-baseline-update", "--recompile-baseline=b.json",
+        "--recompile-report=cpu.json",
+    )  # fmt: skip
+    cpu.assert_outcomes(passed=6, skipped=2)
+    cpu.stdout.fnmatch_lines(["baseline written to *: 0 added, 5 replaced, 0 removed; kept 2 *"])
+    assert json.loads((pytester.path / "b.json").read_text())["tests"] == recorded
+    # The same from the lane's report: a skipped test is no reason to refuse.
+    assert cli("baseline", "b.json", "cpu.json") == 0
+    assert "0 added, 5 replaced, 0 removed; kept 2 entries" in capsys.readouterr().out
