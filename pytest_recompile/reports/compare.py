@@ -241,6 +241,7 @@ class Comparison:
     only_base: list[str]
     only_head: list[str]
     fail_on: tuple[str, ...]
+    incomplete: list[tuple[str, str]] = field(default_factory=list)  # (path, why) per side
 
     def totals(self, worse: bool) -> dict[str, tuple[float, int]]:
         """Per measure: the summed change (HEAD's more where ``worse``, else its less) and how
@@ -283,6 +284,9 @@ class Comparison:
         moved = self.moved()
         if moved:
             tail = f"; graph breaks moved to other lines ({plural(moved, 'test')})" + tail
+        if self.incomplete:
+            partial = " and ".join(path for path, _ in self.incomplete)
+            tail += f"; {partial} covers only the tests that ran (incomplete)"
         if not worse and not better:
             return f"no change{tail}" if not moved else f"no better, no worse{tail}"
         parts = []
@@ -363,6 +367,11 @@ def compare(
         sorted(set(before) - set(after)),
         sorted(set(after) - set(before)),
         tuple(fail_on),
+        [
+            (path, run.incomplete)
+            for path, run in ((base_path, base), (head_path, head))
+            if run.incomplete is not None
+        ],
     )
 
 
@@ -391,6 +400,7 @@ def text(comparison: Comparison) -> str:
     lines = [f"pytest-recompile compare: {comparison.base_path} -> {comparison.head_path}"]
     for key, old, new in comparison.environment:
         lines.append(f"environment: {key} {old} -> {new}")
+    lines += [f"incomplete: {path}: {why}" for path, why in comparison.incomplete]
     for nodeid, shown in _tests(comparison):
         lines.append(nodeid)
         lines += [f"  {line}" for line in shown]
@@ -408,6 +418,8 @@ def markdown(comparison: Comparison) -> str:
         f"**{comparison.verdict()}**",
         "",
     ]
+    for path, why in comparison.incomplete:
+        lines += [f"> **Warning:** {md_code(path)} is incomplete: {md_cell(why)}", ""]
     if comparison.environment:
         lines += ["| Environment | Base | Head |", "|---|---|---|"]
         lines += [
@@ -449,6 +461,7 @@ def as_json(comparison: Comparison) -> str:
             }
             for nodeid in sorted(set(comparison.changed) | set(comparison.outcomes))
         ],
+        "incomplete": [{"report": path, "why": why} for path, why in comparison.incomplete],
         "only_base": comparison.only_base,
         "only_head": comparison.only_head,
         "fail_on": list(comparison.fail_on),

@@ -422,3 +422,13 @@ def test_a_graph_break_replaced_by_another_is_worse() -> None:
     (moved,) = _break_changes({"a.py:1 in f": "print"}, {"a.py:2 in f": "print"})
     assert not moved.worse
     assert not moved.better
+
+
+def test_an_incomplete_report_is_said(reports: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads((reports / "head.json").read_text())
+    data["complete"], data["incomplete"] = False, "stopping after 1 failures"
+    (reports / "cut.json").write_text(json.dumps(data))
+    main(["compare", "base.json", "cut.json"])
+    out = capsys.readouterr().out
+    assert "incomplete: cut.json: stopping after 1 failures" in out
+    assert out.splitlines()[-1].endswith("; cut.json covers only the tests that ran (incomplete)")
