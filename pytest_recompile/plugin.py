@@ -192,10 +192,10 @@ def pytest_load_initial_conftests(
     args[:] = fixed
     import copy
 
-    early = early_config.known_args_namespace
-    namespace = parser.parse_known_args(args, namespace=copy.copy(early_config.option))
-    namespace.confcutdir = early.confcutdir  # what pytest set on the first parse
-    early_config.known_args_namespace = namespace
+    early = early_config.known_args_namespace  # confcutdir and the rest kept; paths and the
+    early_config.known_args_namespace = parser.parse_known_args(  # budget parsed again
+        args, namespace=copy.copy(early)
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
