@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -237,19 +238,17 @@ def compile_switched_off() -> str | None:
     """How torch.compile is switched off in this process now, as the user wrote it
     (``TORCH_COMPILE_DISABLE=1``, ``torch._dynamo.config.disable = True``, a ``force_eager``
     stance); None where it compiles. Where torch is not imported yet, only the environment
-    is read (torch reads ``TORCH_COMPILE_DISABLE`` into ``config.disable`` at import)."""
-    import sys
-
+    is read (torch reads ``TORCH_COMPILE_DISABLE`` into ``config.disable`` at import). Read
+    twice per gated test: attribute look-ups only, no import statement."""
     variable = os.environ.get("TORCH_COMPILE_DISABLE")
-    if "torch._dynamo" not in sys.modules:
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is None:
         return "TORCH_COMPILE_DISABLE=1" if variable == "1" else None
-    from torch._dynamo import config, eval_frame
-
-    if getattr(config, "disable", False):
+    if getattr(dynamo.config, "disable", False):
         return (
             "TORCH_COMPILE_DISABLE=1" if variable == "1" else "torch._dynamo.config.disable = True"
         )
-    stance = getattr(getattr(eval_frame, "_stance", None), "stance", "default")
+    stance = getattr(getattr(dynamo.eval_frame, "_stance", None), "stance", "default")
     return FORCE_EAGER if stance == "force_eager" else None
 
 
