@@ -43,23 +43,23 @@ class Baseline:
 
 def read_baseline(path: str, where: str) -> Baseline:
     """The baseline at ``path``; raises BaselineError, never returns an empty stand-in."""
-    data = read_baseline_document(path, where)
-    environment = data["environment"]
-    torch = environment.get("torch") if isinstance(environment, dict) else None
-    found = Baseline(torch=torch if isinstance(torch, str) else None)
+    data, guards = _checked(path, where)
+    torch = data["environment"].get("torch")
+    found = Baseline(guards=guards, torch=torch if isinstance(torch, str) else None)
     for nodeid, entry in data["tests"].items():
-        count = entry["recompiles"]
-        if count:  # a test kept for its guards only: no budget
-            found.counts[nodeid] = count
-        guards = _guards(entry)  # type: ignore[arg-type]
-        assert guards is not None  # checked by read_baseline_document
-        if guards:
-            found.guards[nodeid] = guards
+        if entry["recompiles"]:  # a test kept for its guards only: no budget
+            found.counts[nodeid] = entry["recompiles"]
     return found
 
 
 def read_baseline_document(path: str, where: str) -> BaselineDocument:
     """The baseline file at ``path`` as it is, checked; raises BaselineError."""
+    return _checked(path, where)[0]
+
+
+def _checked(path: str, where: str) -> tuple[BaselineDocument, dict[str, dict[str, GuardBaseline]]]:
+    """The baseline file at ``path``, checked, and each test's functions' guards (those
+    that have some), parsed once while checking; raises BaselineError."""
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -88,6 +88,7 @@ def read_baseline_document(path: str, where: str) -> BaselineDocument:
             f"{where}: baseline {path} has version {data.get('version')!r}; this plugin reads "
             f"version {BASELINE_VERSION}; {UPDATE_HINT}"
         )
+    parsed: dict[str, dict[str, GuardBaseline]] = {}
     for nodeid, entry in data["tests"].items():
         count = entry.get("recompiles") if isinstance(entry, dict) else None
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
@@ -95,15 +96,18 @@ def read_baseline_document(path: str, where: str) -> BaselineDocument:
                 f"{where}: baseline {path}: test {nodeid!r} has no non-negative integer "
                 f'"recompiles"; {UPDATE_HINT}'
             )
-        if _guards(entry) is None:
+        guards = _guards(entry)
+        if guards is None:
             raise BaselineError(
                 f'{where}: baseline {path}: test {nodeid!r} has malformed "guards" or '
                 '"values" (expected {"function": a non-negative integer} and '
                 f'{{"function": ["KIND source", ...]}}); {UPDATE_HINT}'
             )
+        if guards:
+            parsed[nodeid] = guards
     if not isinstance(data.get("environment"), dict):
         data["environment"] = {}
-    return cast("BaselineDocument", data)
+    return cast("BaselineDocument", data), parsed
 
 
 def _guards(entry: dict[str, object]) -> dict[str, GuardBaseline] | None:
@@ -231,9 +235,7 @@ def baseline_refusal(run: RunResults) -> str | None:
     """Why ``run``'s counts must not update a baseline (None: they may): compile was switched
     off (eager code recompiles nothing, and every entry would be removed), or gated tests ran
     without figures."""
-    from .terminal import switched_off
-
-    off = switched_off(run)
+    off = list(run.disabled)
     if off:
         return (
             f"torch.compile was switched off ({'; '.join(off)}): eager code measures nothing, "
