@@ -195,10 +195,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _compiled(path: str) -> RunResults:
     """A report to compare: one whose torch.compile ran (eager code measures nothing)."""
-    from .reports.terminal import switched_off
-
     run = load_report(path)
-    off = switched_off(run)
+    off = list(run.disabled)
     if off:
         raise ReportError(
             f"{path}: torch.compile was switched off in that run ({'; '.join(off)}): its "

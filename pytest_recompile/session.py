@@ -13,7 +13,6 @@ import platform
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -33,7 +32,7 @@ from .reports.baseline import (
 from .reports.ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
 from .reports.durations import duration_lines, job_id_line, title
 from .reports.files import write_json_atomic, write_text_atomic
-from .reports.json_report import report_document
+from .reports.json_report import created_now, report_document
 from .reports.terminal import (
     FAULT,
     INCOMPLETE,
@@ -121,14 +120,10 @@ class SessionResults:
         self.missing = missing_text(self.run.missing())
         run = self.run
         run.incomplete = self.incomplete or self.missing
-        run.environment = {
-            **run_environment(),
-            "devices": [],
-            "compile_disabled": list(run.disabled),
-        }
+        run.environment = {**run_environment(), "devices": []}
         if run.disabled and self.settings.if_disabled == "fail" and exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that gated nothing
-        run.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        run.created = created_now()
         try:
             self.write_files(session, int(session.exitstatus))
         except (OSError, TypeError, ValueError) as exc:

@@ -279,7 +279,13 @@ class Environment(TypedDict):
 
 class ReportEnvironment(Environment):
     devices: list[str]
-    compile_disabled: list[str]  # how torch.compile was switched off (empty: it compiled)
+
+
+class ReportedEnvironment(ReportEnvironment):
+    """The JSON report's: with how torch.compile was switched off (empty: it compiled),
+    which :class:`~.run.RunResults` holds as ``disabled``."""
+
+    compile_disabled: list[str]
 
 
 class ReportSettings(TypedDict):
@@ -334,7 +340,7 @@ class ReportDocument(TypedDict):
     created: str
     complete: bool
     incomplete: str | None
-    environment: ReportEnvironment
+    environment: ReportedEnvironment
     settings: ReportSettings
     summary: ReportTotals
     tests: list[ReportedTest]

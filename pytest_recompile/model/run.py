@@ -42,8 +42,8 @@ class RunResults:
     notes: dict[str, None] = field(default_factory=dict)  # features this torch lacks, once each
     outlived: list[OutlivedResult] = field(default_factory=list)  # threads' compiles, no test's
     gated: set[str] = field(default_factory=set)  # gated tests that ran to their teardown
-    # How torch.compile was switched off while gated tests ran (a report keeps it in its
-    # environment's compile_disabled): the gate then measured eager code.
+    # How torch.compile was switched off while gated tests ran, each spelling once (a JSON
+    # report keeps it as environment.compile_disabled): the gate then measured eager code.
     disabled: dict[str, None] = field(default_factory=dict)
     # Each wider fixture's set-ups (timings aside): by process (a worker, a shard), and the
     # most of any one process, which is what the results keep.

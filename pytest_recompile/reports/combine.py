@@ -23,17 +23,11 @@ from typing import Any
 
 from ..model.results import without_timings
 from ..model.run import RunResults
-from .json_report import ReportError
+from .json_report import ReportError, created_now
 
 # The environment's fields that must agree (devices are merged).
 SAME_ENVIRONMENT = ("torch", "torch_build", "python", "pytest", "pytest_recompile", "platform")
 FAILED = ("failed", "error")
-
-
-def now() -> str:
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 class CombineError(ReportError):
@@ -50,7 +44,6 @@ def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
     assert environment is not None
     assert settings is not None
     devices: set[str] = set()
-    disabled: dict[str, None] = {}
     for path, run in inputs:
         assert run.environment is not None
         assert run.settings is not None
@@ -70,19 +63,14 @@ def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
                     f"{key}={settings.get(key)!r}: shards of one run share its options"
                 )
         devices.update(run.environment["devices"])
-        disabled.update(dict.fromkeys(run.environment.get("compile_disabled") or ()))
     # The earliest report first: a later attempt of a test replaces an earlier failed one.
     ordered = sorted(enumerate(inputs), key=lambda pair: (pair[1][1].created or "", pair[0]))
     tests: dict[str, tuple[str, Any]] = {}
     source: dict[str, str] = {}
     combined = RunResults(
-        environment={
-            **environment,
-            "devices": sorted(devices),
-            "compile_disabled": list(disabled),
-        },
+        environment={**environment, "devices": sorted(devices)},
         settings=settings,
-        created=max(run.created or "" for _, run in inputs) or now(),
+        created=max(run.created or "" for _, run in inputs) or created_now(),
     )
     incomplete: list[str] = []
     for index, (path, run) in ordered:
@@ -98,6 +86,7 @@ def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
                 )
             tests[nodeid], source[nodeid] = (outcome, data), path  # first, or a rerun
         combined.add_fixtures(run.fixtures, f"{index}: {path}")
+        combined.disabled.update(run.disabled)
         combined.faults += [fault for fault in run.faults if fault not in combined.faults]
         if run.incomplete is not None:
             incomplete.append(f"{path}: {run.incomplete}")

@@ -35,7 +35,6 @@ DEFAULT_FAIL_ON = ("recompiles", "graph-breaks", "limit-hits")
 DEFAULT_SECONDS = 1.0  # a change in compile seconds smaller than this is not shown
 FORMATS = ("text", "markdown", "json")
 ENVIRONMENT = (
-    "compile_disabled",
     "torch",
     "torch_build",
     "python",

@@ -5,7 +5,7 @@ written as a document, and read back into the same :class:`RunResults` (``combin
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from ..model.names import relative
 from ..model.results import (
@@ -18,7 +18,6 @@ from ..model.results import (
 from ..model.run import RunResults
 from .recompile_limit import limit_need
 from .schema import SCHEMA_FILE, misfit
-from .terminal import switched_off
 
 __all__ = ["SCHEMA_FILE", "ReportError", "load_report", "report_document"]
 
@@ -54,7 +53,7 @@ def report_document(run: RunResults, root: str | None = None) -> ReportDocument:
         "environment": {
             **run.environment,
             "devices": devices,
-            "compile_disabled": switched_off(run),
+            "compile_disabled": list(run.disabled),
         },
         "settings": run.settings,
         "summary": {
@@ -91,6 +90,13 @@ def relative_sites(value: Any, root: str) -> Any:
         if isinstance(site, dict) and "raw" in found and isinstance(site.get("file"), str):
             found[key] = {**site, "file": relative(site["file"], root)}
     return found
+
+
+def created_now() -> str:
+    """A report's ``created``: now, UTC, ISO 8601 to the second."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 class ReportError(ValueError):
@@ -156,8 +162,11 @@ def from_document(document: ReportDocument) -> RunResults:
     incomplete = document["incomplete"]
     if incomplete is None and not document["complete"]:
         incomplete = "the report says it is incomplete"
-    # Fields the schema added later: what a report without them meant.
-    environment: ReportEnvironment = {"compile_disabled": [], **document["environment"]}
+    reported = document["environment"]
+    environment = cast(
+        "ReportEnvironment", {k: v for k, v in reported.items() if k != "compile_disabled"}
+    )
+    # A field the schema added later: what a report without it meant.
     settings: ReportSettings = {"if_disabled": "fail", **document["settings"]}
     return RunResults(
         tests=tests,
@@ -166,5 +175,6 @@ def from_document(document: ReportDocument) -> RunResults:
         incomplete=incomplete,
         environment=environment,
         settings=settings,
+        disabled=dict.fromkeys(reported.get("compile_disabled") or ()),
         created=document["created"],
     )

@@ -121,24 +121,15 @@ COMPILE_OFF_FAILS = (
 COMPILE_OFF_WARNS = "--recompile-if-disabled=warn: the run's status is its tests'"
 
 
-def switched_off(run: RunResults) -> list[str]:
-    """How torch.compile was switched off while the run's gated tests ran (a live session's,
-    or a report's ``environment.compile_disabled``)."""
-    found = dict.fromkeys(run.disabled)
-    if run.environment is not None:
-        found.update(dict.fromkeys(run.environment.get("compile_disabled") or ()))
-    return list(found)
-
-
 def fails_switched_off(run: RunResults) -> bool:
     """Compile was switched off, and the run's rule (--recompile-if-disabled) fails it."""
     rule = run.settings["if_disabled"] if run.settings is not None else "fail"
-    return bool(switched_off(run)) and rule == "fail"
+    return bool(run.disabled) and rule == "fail"
 
 
 def switched_off_line(run: RunResults) -> tuple[str, bool] | None:
     """The summary's line where compile was switched off, and whether it fails the run."""
-    how = switched_off(run)
+    how = list(run.disabled)
     if not how:
         return None
     said = COMPILE_OFF.format(how="; ".join(how))
