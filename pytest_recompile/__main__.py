@@ -47,9 +47,12 @@ def _seconds(text: str) -> float:
 
 
 def _count(text: str) -> int:
-    if not (text.strip().isascii() and text.strip().isdigit()):
+    from .model.budget import count_value
+
+    value = count_value(text)
+    if value is None:
         raise argparse.ArgumentTypeError(f"expected a whole number (0 for all), got {text!r}")
-    return int(text)
+    return value
 
 
 def parser() -> argparse.ArgumentParser:

@@ -193,20 +193,26 @@ def _durations(config: pytest.Config) -> int | None:
     ini = str(raw if raw is not None else "").strip()
     if ini == "":
         return None
-    if not ini.isdigit():
+    from .model.budget import count_value
+
+    value = count_value(ini)
+    if value is None:
         raise pytest.UsageError(
             f"{PREFIX} ini option recompile_durations: {DURATIONS_EXPECTED}, got {ini!r}"
         )
-    return int(ini)
+    return value
 
 
 def durations_option(text: str) -> int:
     """argparse ``type=`` of --recompile-durations."""
-    if not text.strip().isdigit():
+    from .model.budget import count_value
+
+    value = count_value(text)
+    if value is None:
         raise argparse.ArgumentTypeError(
             f"{PREFIX} --recompile-durations: {DURATIONS_EXPECTED}, got {text!r}"
         )
-    return int(text.strip())
+    return value
 
 
 def _choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:
@@ -334,10 +340,12 @@ def bare_budget_flags(args: list[str]) -> list[str]:
     ``pytest_load_initial_conftests`` hands plugins the arguments before its last parse, and
     the option is declared without a ``type=`` so that the parses before it let the word
     through (its value is checked in :func:`_count_option`)."""
+    from .model.budget import count_value
+
     found = list(args)
     for index, word in enumerate(found[:-1]):
         after = found[index + 1]
-        integer = after.isascii() and after.isdigit()
+        integer = count_value(after) is not None
         if word == "--recompile-budget" and not after.startswith("-") and not integer:
             found[index] = "--recompile-budget=0"
     return found

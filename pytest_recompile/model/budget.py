@@ -163,9 +163,16 @@ def check_count(value: object, where: str) -> int:
     return value
 
 
-def parse_count_text(text: str, where: str) -> int:
-    """An option or ini value: decimal digits only ("0", "3")."""
+def count_value(text: str) -> int | None:
+    """``text`` as a count: ASCII decimal digits only ("0", "3"; not "-1", "1.5" nor "²",
+    which ``str.isdigit`` takes and ``int`` refuses); None where it is not one."""
     stripped = text.strip()
-    if not (stripped.isascii() and stripped.isdigit()):
+    return int(stripped) if stripped.isascii() and stripped.isdigit() else None
+
+
+def parse_count_text(text: str, where: str) -> int:
+    """An option or ini value: a count (:func:`count_value`), else BudgetError."""
+    value = count_value(text)
+    if value is None:
         raise BudgetError(f"{where}: expected a non-negative integer such as 0 or 3, got {text!r}")
-    return int(stripped)
+    return value

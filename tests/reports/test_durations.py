@@ -138,7 +138,7 @@ def test_ini_twin(run, pytester: pytest.Pytester) -> None:
     assert [name for *_, name in found[TESTS_HEADING]] == ["test_it.py::test_big"]
 
 
-@pytest.mark.parametrize("value", ["-1", "x", "1.5"])
+@pytest.mark.parametrize("value", ["-1", "x", "1.5", "\u00b2"])
 def test_bad_cli_value(run, value: str) -> None:
     result = run("def test_x():\n    pass\n", f"--recompile-durations={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -151,6 +151,16 @@ def test_bad_ini_value(run, pytester: pytest.Pytester) -> None:
         pytester,
         "recompile_durations = all",
         f"*{PREFIX} ini option recompile_durations: {DURATIONS_EXPECTED}, got 'all'*",
+    )
+
+
+def test_a_superscript_digit_is_no_count(run, pytester: pytest.Pytester) -> None:
+    """``str.isdigit`` takes "²", ``int`` refuses it: a usage error, never an internal one."""
+    assert_bad_ini(
+        run,
+        pytester,
+        "recompile_durations = \u00b2",
+        f"*{PREFIX} ini option recompile_durations: {DURATIONS_EXPECTED}, got '\u00b2'*",
     )
 
 
