@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.messages import plural
+from ..model.messages import plural, reason_label
 from ..model.results import GraphBreakResult, ProcessResult, TestResult
 from ..model.run import RunResults
 from .ci import md_cell, md_code
@@ -99,8 +99,7 @@ def figures(outcome: str, test: TestResult) -> TestFigures:
                 mine.values.update(entry["values"])
             for recompile in recompiles:
                 for reason in recompile["reasons"][:1]:
-                    label = reason["kind"]
-                    label += f"({reason['detail']})" if reason["detail"] else ""
+                    label = reason_label(reason)
                     site = reason["own_site"] or reason["site"]
                     if site is not None:
                         label += f" from {site['file']}:{site['line']}"
