@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from snippets import inner_args
+from snippets import inner_args, keeps_entries
 
 from pytest_recompile.__main__ import main
 from pytest_recompile.model.results import without_timings
@@ -62,6 +62,12 @@ def test_b_grad():
     with torch.no_grad():
         fb(torch.ones(5))
 """
+
+# The figures these tests compare are those of a run whose isolation keeps the live module
+# fixture's warm-up (torch 2.9 and newer). On 2.7 and 2.8 isolation is a full reset, so the
+# fixture's own set-up is judged against what the tests before it compiled (docs/compatibility.md):
+# the counts, and so one run's report against its shards', depend on the order.
+ISOLATED_COUNTS = keeps_entries
 
 GATE = ("--recompile-budget=0", "--recompile-mode=report-only", "-p", "no:randomly")
 
@@ -119,6 +125,7 @@ def cli(*args: str) -> int:
     return main(list(args))
 
 
+@ISOLATED_COUNTS
 @pytest.mark.subprocess  # each shard and the whole run in a fresh process, as on CI machines
 @pytest.mark.parametrize("split", list(SPLITS))
 def test_shards_combine_into_the_one_run_report_and_baseline(
@@ -167,6 +174,7 @@ def test_shards_combine_into_the_one_run_report_and_baseline(
     assert shards["environment"] == one_run["environment"]
 
 
+@ISOLATED_COUNTS
 def test_a_subset_update_keeps_the_other_tests_entries(
     suite: Any, pytester: pytest.Pytester
 ) -> None:
@@ -366,6 +374,7 @@ def test_report_exits_1_where_a_test_broke_the_gate_or_a_shard_stopped(
     )
 
 
+@ISOLATED_COUNTS
 @pytest.mark.xdist
 def test_xdist_across_gateways_gives_the_report_of_n_2(pytester: pytest.Pytester) -> None:
     """pytest-xdist's multi-host form (``--tx``), each ``--dist`` mode: the same report as
@@ -405,6 +414,7 @@ def test_combining_is_pure_python(shards: Path) -> None:
     assert done.stdout.splitlines()[-1] == "[]"
 
 
+@ISOLATED_COUNTS
 def test_the_shards_page(
     request: pytest.FixtureRequest,
     run: Any,
@@ -485,6 +495,7 @@ def test_marked_gpu_only():
 """
 
 
+@ISOLATED_COUNTS
 def test_an_update_keeps_the_entries_of_skipped_tests(
     suite: Any, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
