@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             f"mark these with why they are slow ({', '.join(SLOW_KINDS)}) instead of "
             f"@pytest.mark.slow, which the conftest adds: {', '.join(bare)}"
         )
+
+
+@pytest.fixture
+def probes_decided_afresh() -> Iterator[None]:
+    """A test that fakes a torch without some API: torch is probed anew for it (the probes
+    are cached per process), and the real one again after it."""
+    from pytest_recompile._torch import versions
+
+    for probe in versions.PROBES:
+        probe.cache_clear()
+    yield
+    for probe in versions.PROBES:
+        probe.cache_clear()
 
 
 @pytest.fixture(autouse=True)

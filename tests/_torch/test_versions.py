@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
-from collections.abc import Iterator
 from glob import escape as esc
 
 import pytest
@@ -49,14 +48,7 @@ def test_step():
 )
 
 
-@pytest.fixture(autouse=True)
-def _probes_decided_afresh() -> Iterator[None]:
-    """Each test's faked torch is probed anew, and the real one again after it."""
-    for probe in versions.PROBES:
-        probe.cache_clear()
-    yield
-    for probe in versions.PROBES:
-        probe.cache_clear()
+pytestmark = pytest.mark.usefixtures("probes_decided_afresh")
 
 
 def degraded(result: pytest.RunResult, feature: str = "") -> list[str]:

@@ -538,6 +538,7 @@ def test_c():
         quiet.stdout.fnmatch_lines(["isolation: * compiling again what earlier tests had*"])
 
 
+@pytest.mark.usefixtures("probes_decided_afresh")  # can_reuse_compiles asks can_keep_entries
 def test_without_single_entry_support_falls_back_to_a_full_reset(run, monkeypatch) -> None:
 
     monkeypatch.setattr(versions, "can_keep_entries", lambda: False)
