@@ -47,6 +47,7 @@ class Gate:
         self.reset_pending = False  # the full reset waits until the wider fixtures are set up
         self._unhook: Any = None
         self._unstop: Any = None
+        self._unhold: Any = None
         self.children = parent.Children(self.faults)  # their records (processes on)
         self.degraded: list[str] = []  # features this torch lacks, told once on a report
         self.disabled: list[str] = []  # how compile was switched off, told once on a report
@@ -125,6 +126,7 @@ class Gate:
         self.degraded = self.faults.call(versions.degraded_lines) or []
         self._unhook = hooks.install_compile_hook(self.on_compile)
         self._unstop = hooks.on_stopped(self.on_stopped)
+        self._unhold = instruments.hold_callbacks()  # each test's tracker only joins them
         self.faults.call(self.ledger.start)
         child.watch_forks()  # a fork of this process records as a child, or not at all
         if self.settings.processes:
@@ -139,6 +141,7 @@ class Gate:
         if self._unhook is not None:
             self._unhook()
             self._unstop()
+            self._unhold()
             self._unhook = None
         self.children.close()
 
@@ -382,11 +385,20 @@ class TraceLogUncaptured:
     """Inside pytest's log capture (so registered beside the Gate, innermost): gated tests'
     phases run without pytest's handlers on torch's structured-trace logger."""
 
+    def __init__(self) -> None:
+        self._steps: Any = None
+
     def _quiet(self, item: pytest.Item) -> Generator[None, None, None]:
         if item.stash.get(BUDGET_KEY, None) is None:
             return (yield)
-        with instruments.trace_log_uncaptured():
+        if self._steps is None:
+            self._steps = instruments.trace_log_uncaptured()
+        off, back = self._steps
+        removed = off()
+        try:
             return (yield)
+        finally:
+            back(removed)
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:

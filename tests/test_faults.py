@@ -22,8 +22,8 @@ def test_zz_next_test_sees_defaults():
     assert torch._dynamo.config.recompile_limit == 8
     assert torch._dynamo.config.error_on_recompile is False
     assert torch_state.installed_hooks() == 1  # this test's own gate, nothing left over
-    assert torch_state.metrics_capacity() > 64
-    assert torch_state.compile_callbacks() == 1  # this test's CUDA-graph counter
+    assert torch_state.metrics_capacity() == 64  # raised only once a test compiles
+    assert torch_state.compile_callbacks() == 1  # the gate's, held for the session
 """
 
 

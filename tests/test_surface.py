@@ -264,6 +264,8 @@ import torch_state
 
 def test_gated_and_failing():
     assert torch_state.installed_hooks() == 1
+    assert torch_state.metrics_capacity() == 64  # raised at the test's first compile, not before
+    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(2))
     assert torch_state.metrics_capacity() > 64
     raise RuntimeError("boom")
 

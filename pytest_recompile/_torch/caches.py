@@ -29,22 +29,31 @@ _COUNTER = {"hits": "hit", "misses": "miss", "bypasses": "bypass"}
 Counts = dict[str, dict[str, int]]  # cache -> outcome -> count
 
 
-def counts_now() -> Counts:
-    """torch's process-wide cache counters now (all 0 where torch has none)."""
-    try:
-        from torch._dynamo.utils import counters
-    except ImportError:  # pragma: no cover - every supported torch has them
-        return zero()
-    found = zero()
-    for name, (group, prefix) in CACHES.items():
-        table: Mapping[str, int] = counters.get(group) or {}
-        for outcome in OUTCOMES:
-            found[name][outcome] = int(table.get(prefix + _COUNTER[outcome], 0))
-    return found
+_GROUPS = tuple(
+    (group, tuple(prefix + _COUNTER[o] for o in OUTCOMES)) for group, prefix in CACHES.values()
+)
+_Raw = tuple[int, ...]  # each cache's hits, misses and bypasses, in the order of CACHES
+_NONE: _Raw = (0,) * (len(CACHES) * len(OUTCOMES))
+_EMPTY: Mapping[str, int] = {}
 
 
-def zero() -> Counts:
-    return {name: dict.fromkeys(OUTCOMES, 0) for name in CACHES}
+def _raw() -> _Raw:
+    """torch's process-wide cache counters now (all 0 where torch has none): read per test,
+    so a dozen dictionary reads."""
+    counters = sys.modules.get("torch._dynamo.utils")
+    if counters is None:
+        return _NONE
+    table = counters.counters
+    found: list[int] = []
+    for group, keys in _GROUPS:
+        values = table.get(group) or _EMPTY
+        found += [values.get(key, 0) for key in keys]
+    return tuple(found)
+
+
+def _counts(raw: _Raw) -> Counts:
+    values = iter(raw)
+    return {name: {outcome: next(values) for outcome in OUTCOMES} for name in CACHES}
 
 
 class CacheCounts:
@@ -53,41 +62,33 @@ class CacheCounts:
     (``counters.clear()``, as torch's own test cases do): it counts from 0 again."""
 
     def __init__(self) -> None:
-        self.total = zero()
-        self._mark: Counts | None = None
+        self._total: _Raw = _NONE
+        self._mark: _Raw | None = None
 
     def start(self) -> None:
-        self._mark = counts_now()
+        self._mark = _raw()
 
     def pause(self) -> None:
         """Add what the counters gained since the last mark, and stop counting."""
         if self._mark is None:
             return
-        now = counts_now()
-        for name, outcomes in now.items():
-            for outcome, value in outcomes.items():
-                before = self._mark[name][outcome]
-                self.total[name][outcome] += value - before if value >= before else value
-        self._mark = None
+        now, mark, self._mark = _raw(), self._mark, None
+        if now != mark:
+            self._total = tuple(
+                total + (value - before if value >= before else value)
+                for total, value, before in zip(self._total, now, mark, strict=True)
+            )
 
     def resume(self) -> None:
         if self._mark is None:
-            self._mark = counts_now()
+            self._mark = _raw()
 
     def result(self) -> CachesResult:
         """The deltas so far (the running stretch included), for the report."""
         if self._mark is not None:
             self.pause()
             self.resume()
-        fx, aot = self.total["fx_graph"], self.total["aot_autograd"]
-        return {
-            "fx_graph": {"hits": fx["hits"], "misses": fx["misses"], "bypasses": fx["bypasses"]},
-            "aot_autograd": {
-                "hits": aot["hits"],
-                "misses": aot["misses"],
-                "bypasses": aot["bypasses"],
-            },
-        }
+        return _counts(self._total)  # type: ignore[return-value]
 
 
 # torch's environment variables for job_id (torch/compiler/config.py), read where torch is

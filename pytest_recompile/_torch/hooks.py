@@ -126,12 +126,4 @@ def forget_compile_hooks() -> None:
     callback."""
     _SUBSCRIBERS.clear()
     _STOPPED.clear()
-    if instruments.CALLBACKS:
-        from torch._dynamo.callback import callback_handler
-
-        for on_start, on_finish in instruments.CALLBACKS:
-            if on_start in callback_handler.start_callbacks:
-                callback_handler.remove_start_callback(on_start)
-            if on_finish in getattr(callback_handler, "end_callbacks", ()):
-                callback_handler.remove_end_callback(on_finish)
-        instruments.CALLBACKS.clear()
+    instruments.forget_callbacks()

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import events, versions
@@ -85,62 +85,116 @@ def graph_break_error(exc: BaseException) -> GraphBreak | None:
     )
 
 
-CALLBACKS: list[tuple[Callable[..., None], Callable[..., None]]] = []  # the blocks' own
-
-
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class CompileCallbacks:
-    """What a block's compile callbacks collect, and how to put them back after a reset."""
+    """One block's compile callbacks (see :func:`block_callbacks`): what they collect, and
+    how to put them back after a reset."""
 
-    recordings: list[str]  # compile id of each CUDA-graph recording (mode="reduce-overhead")
-    rearm: Callable[[], None]  # register again what torch._dynamo.reset() dropped
+    on_end: Callable[[], None]  # called after each compile in the process
+    recordings: list[str] = field(default_factory=list)  # compile id of each CUDA-graph recording
+
+    def rearm(self) -> None:
+        """Register again what ``torch._dynamo.reset()`` dropped."""
+        _register()
+
+    def close(self) -> None:
+        """The block ends: its callbacks hear nothing more (and torch's are removed with the
+        last block, unless the session holds them)."""
+        if self in BLOCKS:
+            BLOCKS.remove(self)
+        _release()
 
 
-@contextmanager
-def block_callbacks(on_end: Callable[[], None]) -> Iterator[CompileCallbacks]:
-    """torch's compile callbacks for the block: count CUDA-graph recordings, and call
-    ``on_end`` after each compile.
+# The open blocks, each told of every compile by one pair of torch callbacks, registered
+# while a block is open or the session holds them (:func:`hold_callbacks`): a block opened per
+# test costs a list append, not two registrations with torch.
+BLOCKS: list[CompileCallbacks] = []
+_HELD = [0]  # holds of the session (the gate), beside the open blocks
+
+
+def block_callbacks(on_end: Callable[[], None]) -> CompileCallbacks:
+    """torch's compile callbacks for a block: count CUDA-graph recordings, and call
+    ``on_end`` after each compile; :meth:`CompileCallbacks.close` ends it.
 
     A re-record is not a Dynamo recompile: no cache entry, no guard. torch announces each
     recording to compile start callbacks with the CUDAGRAPH_RECORDING trigger (2.7+).
     ``torch._dynamo.reset()`` drops compile callbacks: call ``rearm`` after one (the tracker
     does at each compile).
     """
-    found: list[str] = []
+    block = CompileCallbacks(on_end)
+    if versions.has_compile_callbacks():
+        BLOCKS.append(block)
+        _register()
+    return block
+
+
+def hold_callbacks() -> Callable[[], None]:
+    """Keep torch's compile callbacks registered until the returned release is called (the
+    gate, for its session: a test's block then opens and closes without touching torch)."""
     if not versions.has_compile_callbacks():
-        yield CompileCallbacks(found, lambda: None)
-        return
+        return lambda: None
+    _HELD[0] += 1
+    _register()
+    released = [False]
+
+    def release() -> None:
+        if not released[0]:
+            released[0] = True
+            _HELD[0] -= 1
+            _release()
+
+    return release
+
+
+def _trigger() -> Any:
+    """torch's CUDAGRAPH_RECORDING trigger (looked up at each compile start: a test may fake
+    a torch without it)."""
     import torch._dynamo.callback as callback_module
+
+    return getattr(getattr(callback_module, "CallbackTrigger", None), "CUDAGRAPH_RECORDING", 0)
+
+
+def _on_start(*args: Any) -> None:  # CallbackArgs (2.8+); no argument before
+    if args and BLOCKS and getattr(args[0], "callback_trigger", None) == _trigger():
+        compile_id = str(args[0].compile_id)
+        for block in list(BLOCKS):
+            block.recordings.append(compile_id)
+
+
+def _on_finish(*args: Any) -> None:
+    for block in list(BLOCKS):
+        block.on_end()
+
+
+def _register() -> None:
     from torch._dynamo.callback import callback_handler
 
-    trigger = getattr(getattr(callback_module, "CallbackTrigger", None), "CUDAGRAPH_RECORDING", 0)
+    if _on_start not in callback_handler.start_callbacks:
+        callback_handler.register_start_callback(_on_start)
     ends = hasattr(callback_handler, "register_end_callback")
+    if ends and _on_finish not in callback_handler.end_callbacks:
+        callback_handler.register_end_callback(_on_finish)
 
-    def on_start(*args: Any) -> None:  # CallbackArgs (2.8+); no argument before
-        if args and getattr(args[0], "callback_trigger", None) == trigger:
-            found.append(str(args[0].compile_id))
 
-    def on_finish(*args: Any) -> None:
-        on_end()
+def _release() -> None:
+    if BLOCKS or _HELD[0]:
+        return
+    forget_callbacks()
 
-    def rearm() -> None:
-        if on_start not in callback_handler.start_callbacks:
-            callback_handler.register_start_callback(on_start)
-        if ends and on_finish not in callback_handler.end_callbacks:
-            callback_handler.register_end_callback(on_finish)
 
-    rearm()
-    pair = (on_start, on_finish)
-    CALLBACKS.append(pair)
-    try:
-        yield CompileCallbacks(found, rearm)
-    finally:
-        if pair in CALLBACKS:
-            CALLBACKS.remove(pair)
-        if on_start in callback_handler.start_callbacks:
-            callback_handler.remove_start_callback(on_start)
-        if ends and on_finish in callback_handler.end_callbacks:
-            callback_handler.remove_end_callback(on_finish)
+def forget_callbacks() -> None:
+    """Remove the plugin's compile callbacks from torch (the last block ended; or a forked
+    child, where the parent's blocks live on in the parent)."""
+    BLOCKS.clear()
+    _HELD[0] = 0
+    if not versions.has_compile_callbacks() or "torch._dynamo.callback" not in sys.modules:
+        return
+    from torch._dynamo.callback import callback_handler
+
+    if _on_start in callback_handler.start_callbacks:
+        callback_handler.remove_start_callback(_on_start)
+    if _on_finish in getattr(callback_handler, "end_callbacks", ()):
+        callback_handler.remove_end_callback(_on_finish)
 
 
 @dataclass(frozen=True)
@@ -165,9 +219,6 @@ def config_values() -> dict[str, Any]:
     return _config_now(copy=True)
 
 
-_SCALARS = frozenset({bool, int, float, str, type(None)})  # most of the config: nothing to copy
-
-
 def _config_now(copy: bool = False) -> dict[str, Any]:
     """Dynamo's config as it is now; its containers copied one level where ``copy`` (to keep),
     else as they are (to compare with a snapshot).
@@ -182,11 +233,26 @@ def _config_now(copy: bool = False) -> dict[str, Any]:
     found: dict[str, Any] = getattr(config, "_get_dict")(readonly_values=True)  # noqa: B009
     entries = getattr(config, "_config", {})
     unset = _unset()
-    for key, value in found.items():  # type checks first: most values are scalars
-        if type(value) not in _SCALARS and isinstance(value, (list, dict, set)):
+    for key in _container_keys(found):
+        value = found.get(key)
+        if isinstance(value, (list, dict, set)):
             live = _live_override(entries.get(key), value, unset)
             found[key] = live.copy() if copy else live
     return found
+
+
+_CONTAINERS: dict[int, tuple[str, ...]] = {}  # the number of keys -> the container keys
+
+
+def _container_keys(found: dict[str, Any]) -> tuple[str, ...]:
+    """The keys of Dynamo's config that hold a list, dict or set (a dozen of some 300),
+    found once: a config module's keys are fixed when it is imported (setting an unknown
+    key raises), and a key's value keeps its kind."""
+    keys = _CONTAINERS.get(len(found))
+    if keys is None:
+        kinds = (list, dict, set)
+        keys = _CONTAINERS[len(found)] = tuple(k for k, v in found.items() if isinstance(v, kinds))
+    return keys
 
 
 def _live_override(entry: Any, cached: Any, unset: object) -> Any:
@@ -270,6 +336,8 @@ def restore_compile_state(saved: CompileState) -> list[str]:
         changed.append(f"stance {eval_frame._stance.stance!r}")
         eval_frame._set_stance(saved.stance)
     now = _config_now()
+    if now == saved.config:  # the usual case, compared at C speed
+        return changed
     differing = {k: v for k, v in saved.config.items() if now.get(k) != v}
     if differing:
         changed += [f"torch._dynamo.config.{k}={now.get(k)!r}" for k in sorted(differing)]
@@ -277,28 +345,51 @@ def restore_compile_state(saved: CompileState) -> list[str]:
     return changed
 
 
-@contextmanager
-def compile_seconds() -> Iterator[dict[events.CompileKey, float]]:
-    """Collect ``entire_frame_compile_time_s`` of the compiles made inside the block.
+class CompileSeconds:
+    """``entire_frame_compile_time_s`` of the compiles made in a block, by
+    :func:`.events.compile_key`: :meth:`start` marks torch's newest metric, :meth:`stop` reads
+    those newer than it.
 
-    The dict (:func:`.events.compile_key` -> seconds) is filled when the block exits. torch keeps 64
-    metrics by default; the capacity is raised for the block and restored after it.
+    torch keeps 64 metrics by default: :meth:`widen` (at the block's first compile) raises
+    the capacity so that none of the block's is dropped before :meth:`stop`, which puts it
+    back. A block that compiles nothing touches neither the capacity nor the list.
     """
-    import torch._dynamo.utils as dynamo_utils
 
-    result: dict[events.CompileKey, float] = {}
-    if not versions.has_compile_metrics():
-        yield result
-        return
-    old_capacity = dynamo_utils._compilation_metrics.maxlen or 64
-    dynamo_utils.set_compilation_metrics_limit(max(old_capacity, METRICS_CAPACITY))
-    metrics = dynamo_utils._compilation_metrics
-    last = metrics[-1] if metrics else None  # the newest metric before the block
-    try:
-        yield result
-    finally:
-        result.update(seconds_by_compile(after=last))
-        dynamo_utils.set_compilation_metrics_limit(old_capacity)
+    def __init__(self) -> None:
+        self._last: Any = None
+        self._capacity: int | None = None  # the capacity to put back (widened)
+
+    def start(self) -> None:
+        if versions.has_compile_metrics():
+            import torch._dynamo.utils as dynamo_utils
+
+            metrics = dynamo_utils._compilation_metrics
+            self._last = metrics[-1] if metrics else None  # the newest metric before the block
+
+    def widen(self) -> None:
+        if self._capacity is not None or not versions.has_compile_metrics():
+            return
+        import torch._dynamo.utils as dynamo_utils
+
+        old = dynamo_utils._compilation_metrics.maxlen or 64
+        self._capacity = old
+        if old < METRICS_CAPACITY:
+            dynamo_utils.set_compilation_metrics_limit(METRICS_CAPACITY)
+
+    def stop(self) -> dict[events.CompileKey, float]:
+        if not versions.has_compile_metrics():
+            return {}
+        import torch._dynamo.utils as dynamo_utils
+
+        metrics = dynamo_utils._compilation_metrics
+        found = {}
+        if metrics and metrics[-1] is not self._last:
+            found = seconds_by_compile(after=self._last)
+        if self._capacity is not None:
+            if self._capacity < METRICS_CAPACITY:
+                dynamo_utils.set_compilation_metrics_limit(self._capacity)
+            self._capacity = None
+        return found
 
 
 def _newest_metrics(keys: Iterable[events.CompileKey]) -> dict[events.CompileKey, Any]:
@@ -392,26 +483,32 @@ def device_summary() -> str:
 _TRACE_LOGGER = "torch.__trace"
 
 
-@contextmanager
-def trace_log_uncaptured() -> Iterator[None]:
-    """Keep pytest's log-capture handlers off torch's structured-trace logger while the
-    block runs, unless the user asked for torch's logs (``TORCH_LOGS``, ``TORCH_TRACE``).
+def trace_log_uncaptured() -> tuple[Callable[[], list[Any]], Callable[[list[Any]], None]]:
+    """Two steps that keep pytest's log-capture handlers off torch's structured-trace logger
+    between them: ``off()`` removes them and returns them, ``back(removed)`` puts them back.
+    Where the user asked for torch's logs (``TORCH_LOGS``, ``TORCH_TRACE``, read now), both
+    do nothing.
 
     pytest 9 attaches its handlers to every non-propagating logger: torch then fills the
     captured log of a failing test with empty ``DEBUG torch.__trace`` lines and builds every
     trace payload for nobody. torch's own handlers (a ``TORCH_TRACE`` file) are untouched.
+    Taken apart so that a gated test's three phases pay a look at the logger's handlers each,
+    not a context manager.
     """
-    if os.environ.get("TORCH_LOGS") or os.environ.get("TORCH_TRACE"):
-        yield
-        return
     import logging
 
+    if os.environ.get("TORCH_LOGS") or os.environ.get("TORCH_TRACE"):
+        return list, lambda removed: None
     logger = logging.getLogger(_TRACE_LOGGER)
-    removed = [h for h in logger.handlers if type(h).__module__ == "_pytest.logging"]
-    for handler in removed:
-        logger.removeHandler(handler)
-    try:
-        yield
-    finally:
+
+    def off() -> list[Any]:
+        removed = [h for h in logger.handlers if type(h).__module__ == "_pytest.logging"]
+        for handler in removed:
+            logger.removeHandler(handler)
+        return removed
+
+    def back(removed: list[Any]) -> None:
         for handler in removed:
             logger.addHandler(handler)
+
+    return off, back

@@ -108,7 +108,6 @@ class ChildRecorder:
         self.lock = threading.RLock()
         self.remove = hooks.install_compile_hook(self.on_compile)
         self.callbacks = instruments.block_callbacks(self.on_end)
-        self.callbacks.__enter__()
         atexit.register(self.at_exit)
         # A multiprocessing child started by fork leaves through os._exit: no atexit, but its
         # finalizers run, and its last compile's guard tree is read there (a second call is a

@@ -16,7 +16,7 @@ plugin::
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from types import TracebackType
 
@@ -73,12 +73,12 @@ class RecompileTracker(Recorder):
         self.cudagraph_recordings: list[str] = []  # compile id of each CUDA-graph recording
         self._lock = threading.RLock()
         self._stack = ExitStack()
-        self._seconds: dict[events.CompileKey, float] = {}
+        self._seconds = instruments.CompileSeconds()
+        self._callbacks: instruments.CompileCallbacks | None = None
         self.faults = Faults()  # what it contained (the gate shares its own: named once)
         self._trees = GuardTrees(self.faults)  # each entry's guards, read once
         self._breaks: list[GraphBreak] = []
         self._breaks_mark = 0
-        self._rearm: Callable[[], None] = lambda: None
         self._paused: int | None = None  # CUDA-graph recordings when paused
         self._caches = caches.CacheCounts()  # torch's compile-cache counters, the block's
         # fullgraph: torch stops at the break (2.9+), else judged from the breaks recorded
@@ -93,13 +93,15 @@ class RecompileTracker(Recorder):
         versions.check_torch()
         if self.reset:
             entries.reset_caches()
-        self._settled = False
+        # Nothing recorded yet, nothing to refresh: every event that can change what a
+        # refresh reads (a compile, its end, a reuse, a pause) unsettles it.
+        self._settled = True
+        self._seconds.start()
+        self._breaks_mark = instruments.graph_break_count()
+        self._callbacks = instruments.block_callbacks(self._after_compile)
+        self.cudagraph_recordings = self._callbacks.recordings
         with ExitStack() as stack:
-            self._seconds = stack.enter_context(instruments.compile_seconds())
-            self._breaks_mark = instruments.graph_break_count()
-            callbacks = stack.enter_context(instruments.block_callbacks(self._after_compile))
-            self.cudagraph_recordings = callbacks.recordings
-            self._rearm = callbacks.rearm
+            stack.callback(self._callbacks.close)
             if self.budget is not None and self.budget.fullgraph and self._stops_at_breaks():
                 stack.enter_context(instruments.error_on_graph_break())
             if self.listen:
@@ -147,8 +149,9 @@ class RecompileTracker(Recorder):
         try:
             self._stack.close()  # nothing compiles from here on: no second read
         finally:
-            if self._seconds:
-                self.note_seconds(self._seconds)
+            seconds = self._seconds.stop()
+            if seconds:
+                self.note_seconds(seconds)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -211,8 +214,11 @@ class RecompileTracker(Recorder):
             self._trees.compiled(event.code)  # its entry is read as if compiled here
 
     def rearm(self) -> None:
-        """Register again the compile callbacks a ``torch._dynamo.reset()`` dropped."""
-        self._rearm()
+        """Register again the compile callbacks a ``torch._dynamo.reset()`` dropped; and,
+        since a compile is on its way, keep every compile's metrics until the block ends."""
+        self._seconds.widen()
+        if self._callbacks is not None:
+            self._callbacks.rearm()
 
     def pause(self) -> None:
         """Leave out what happens until :meth:`resume` (a wider fixture being set up)."""
@@ -235,6 +241,7 @@ class RecompileTracker(Recorder):
         """After each compile in the process (torch's end callback: contained, as torch would
         raise an error here in the user's call)."""
         self._settled = False
+        self._seconds.widen()
         self.faults.call(self._observe)
 
     def _observe(self) -> None:
