@@ -48,6 +48,7 @@ class Spool:
         self._last: dict[tuple[str, str], dict[str, Any]] = {}  # (file, token) -> last line
         self._count = 0
         self._owners: dict[str, bytes] = {}  # token -> the owner, as JSON
+        self._rules: tuple[Budget | None, str] | None = None  # the last budget, as JSON
         self.faults: list[str] = []  # internal errors children told (taken by the gate)
         self._board = board.Board(os.path.join(self.root, SPOOL_OWNER))
         self._showing: str | None = None  # the token the board names now
@@ -80,10 +81,10 @@ class Spool:
         """Name the test or wider fixture whose compiles children make from now on."""
         self._count += 1
         token = f"{kind[0]}{self._count}"
-        rules = budget.to_json() if budget is not None else None
-        self._owners[token] = json.dumps(
-            {"kind": kind, "name": name, "budget": rules, "mode": mode}
-        ).encode()
+        if self._rules is None or self._rules[0] is not budget:  # most tests share one
+            self._rules = (budget, json.dumps(budget.to_json() if budget is not None else None))
+        owner = json.dumps({"kind": kind, "name": name, "mode": mode})
+        self._owners[token] = f'{owner[:-1]}, "budget": {self._rules[1]}}}'.encode()
         self.resume(token)
         return token
 
