@@ -16,7 +16,30 @@ def config_fingerprint(inductor: bool = True) -> tuple[Any, ...]:
     found = [sys.modules.get(name) for name in names]
     if not inductor:
         found[2] = None
-    return tuple(module.get_hash() if module is not None else None for module in found)
+    return tuple(_hash(module) if module is not None else None for module in found)
+
+
+# Per config module: the values its hash was last taken of, and that hash. torch marks a
+# module's hash stale at every ``config.patch`` (each compile patches and restores some keys),
+# and then hashes the ``repr`` of every value again (about 70 us for functorch's config); the
+# values themselves, read from torch's cached dict and compared, cost a few microseconds.
+_MEMO: dict[str, tuple[dict[str, Any], Any]] = {}
+
+
+def _hash(module: Any) -> Any:
+    """``module.get_hash()``, taken again only where the values it hashes changed."""
+    from . import instruments
+
+    ignored = getattr(module, "_compile_ignored_keys", None)
+    if ignored is None or not instruments.caches_config_reads():
+        return module.get_hash()
+    values = module._get_dict(ignored_keys=list(ignored), readonly_values=True)
+    known = _MEMO.get(module.__name__)
+    if known is not None and known[0] == values:
+        return known[1]
+    found = module.get_hash()
+    _MEMO[module.__name__] = (values, found)
+    return found
 
 
 def same_config(made: tuple[Any, ...], now: tuple[Any, ...]) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -228,7 +229,7 @@ def _config_now(copy: bool = False) -> dict[str, Any]:
     is read from the config itself, as torch's own attribute read gives it."""
     import torch._dynamo.config as config
 
-    if not _caches_config_reads():
+    if not caches_config_reads():
         return dict(config.get_config_copy())  # a deep copy of every value already
     found: dict[str, Any] = getattr(config, "_get_dict")(readonly_values=True)  # noqa: B009
     entries = getattr(config, "_config", {})
@@ -276,7 +277,8 @@ def _unset() -> object:
 
 
 @functools.cache
-def _caches_config_reads() -> bool:
+def caches_config_reads() -> bool:
+    """Whether torch's config modules cache the dict of their values (2.6+)."""
     import inspect
 
     import torch._dynamo.config as config
@@ -435,7 +437,29 @@ def guard_metrics(
     return found
 
 
+# Each metric's key, by the metric's id (with a weak reference telling a reused id apart):
+# a reused entry's guard metrics are looked for in every test that takes it, through a list
+# that does not hold them, and each key costs four attribute reads and conversions.
+_KEYS: dict[int, tuple[weakref.ref[Any], events.CompileKey | None]] = {}
+
+
 def _metric_key(metric: Any) -> events.CompileKey | None:
+    known = _KEYS.get(id(metric))
+    if known is not None and known[0]() is metric:
+        return known[1]
+    key = _key_of(metric)
+    try:
+        ref = weakref.ref(metric)
+    except TypeError:  # a metric that takes no weak reference: read each time
+        return key
+    if len(_KEYS) > 2 * METRICS_CAPACITY:  # torch dropped most of them long ago
+        for stale in [k for k, (r, _) in _KEYS.items() if r() is None]:
+            del _KEYS[stale]
+    _KEYS[id(metric)] = (ref, key)
+    return key
+
+
+def _key_of(metric: Any) -> events.CompileKey | None:
     if metric.compile_id is None or metric.is_forward is False:
         return None
     return (
