@@ -39,6 +39,7 @@ def test_benchmark_quick_mode_runs() -> None:
         "child processes that do nothing",
         "gated suite with --recompile-trace",
         "fast suite",
+        "fast suite under -n 2",
         "fast suite",
         "fast suite, gated",
     ]

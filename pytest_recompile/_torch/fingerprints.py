@@ -28,10 +28,10 @@ _MEMO: dict[str, tuple[dict[str, Any], Any]] = {}
 
 def _hash(module: Any) -> Any:
     """``module.get_hash()``, taken again only where the values it hashes changed."""
-    from . import instruments
+    from . import versions
 
     ignored = getattr(module, "_compile_ignored_keys", None)
-    if ignored is None or not instruments.caches_config_reads():
+    if ignored is None or not versions.caches_config_reads():
         return module.get_hash()
     values = module._get_dict(ignored_keys=list(ignored), readonly_values=True)
     known = _MEMO.get(module.__name__)

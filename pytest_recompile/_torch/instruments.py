@@ -229,7 +229,7 @@ def _config_now(copy: bool = False) -> dict[str, Any]:
     is read from the config itself, as torch's own attribute read gives it."""
     import torch._dynamo.config as config
 
-    if not caches_config_reads():
+    if not versions.caches_config_reads():
         return dict(config.get_config_copy())  # a deep copy of every value already
     found: dict[str, Any] = getattr(config, "_get_dict")(readonly_values=True)  # noqa: B009
     entries = getattr(config, "_config", {})
@@ -274,20 +274,6 @@ def _unset() -> object:
     from torch.utils import _config_module
 
     return getattr(_config_module, "_UNSET_SENTINEL", None)
-
-
-@functools.cache
-def caches_config_reads() -> bool:
-    """Whether torch's config modules cache the dict of their values (2.6+)."""
-    import inspect
-
-    import torch._dynamo.config as config
-
-    read = getattr(config, "_get_dict", None)
-    try:
-        return read is not None and "readonly_values" in inspect.signature(read).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def rebased(saved: CompileState, before: CompileState, after: CompileState) -> CompileState:

@@ -321,6 +321,21 @@ DEGRADED = (
     ),
 )
 
+
+@functools.cache
+def caches_config_reads() -> bool:
+    """Whether torch's config modules cache the dict of their values (2.6+)."""
+    import inspect
+
+    import torch._dynamo.config as config
+
+    read = getattr(config, "_get_dict", None)
+    try:
+        return read is not None and "readonly_values" in inspect.signature(read).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 # Every cached probe, for tests that fake a missing API.
 PROBES = (
     check_torch,
@@ -329,6 +344,7 @@ PROBES = (
     can_reuse_compiles,
     precompile_entry_takes_region,
     has_compile_callbacks,
+    caches_config_reads,
     *(probe for probe, _ in DEGRADED),
 )
 
