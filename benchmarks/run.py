@@ -56,10 +56,12 @@ depend on the machine; the ratios are what the targets are about.
    gating. Target <= 1.05. Runs only with ``--base``.
 14. fast suite: 1,500 fast tests, eager backend, each calling a module fixture's warmed
    compiled function, a module-level compiled function or one it defines and compiles, in
-   turn; ``--recompile-budget`` (B) vs ``-p no:recompile`` (A). Targets: wall <= 1.05, peak
-   RSS <= 1.10, and the gated per-test time flat (the median of the last fifth of the run
-   over the first fifth <= 1.20, of each test's set-up, call and teardown as pytest times
-   them: JUnit XML's millisecond is a third of a test here).
+   turn; ``--recompile-budget`` (B) vs ``-p no:recompile`` (A). Targets: wall <= 1.02, the
+   same suite under ``-n 2`` <= 1.03, peak RSS <= 1.05, and the gated per-test time flat (the
+   median of the last fifth of the run over the first fifth <= 1.20, of each test's set-up,
+   call and teardown as pytest times them: JUnit XML's millisecond is a third of a test
+   here). ``benchmarks/self_time.py`` times the plugin's own share of each of these tests in
+   situ.
 15. split by a graph break: the model of 7 with its forward split between its two layers by
    ``torch._dynamo.graph_break()``, compiled at module level and first called inside the
    tests (and, a second row, built and compiled in each test). Target <= 1.05: reuse takes
@@ -541,12 +543,23 @@ def fast_benchmarks(fast: Path, tests: int, reps: int) -> list[Result]:
 
     a, b = interleaved(reps, lambda: run_pytest(fast, off, env=timed), gated)
     assert all(r.rc == 0 for r in a + b), "the fast suite must pass"
+    # The same under pytest-xdist, two workers: what a worker adds per test (the results
+    # each report carries to the controller, and the controller's merge) shows here.
+    run_pytest(fast, [*off, "-n", "2"])  # warm caches
+    xa, xb = interleaved(
+        reps,
+        lambda: run_pytest(fast, [*off, "-n", "2"]),
+        lambda: run_pytest(fast, [*on, "-n", "2"]),
+    )
+    assert all(r.rc == 0 for r in xa + xb), "the fast suite must pass under xdist"
     return [
         Result(f"fast suite: {tests} tests (a fixture's, a module-level and an own compiled "
                "function in turn), eager", "-p no:recompile", "--recompile-budget",
-               [r.seconds for r in a], [r.seconds for r in b], 1.05),
+               [r.seconds for r in a], [r.seconds for r in b], 1.02),
+        Result(f"fast suite under -n 2: {tests} tests, two xdist workers", "-p no:recompile",
+               "--recompile-budget", [r.seconds for r in xa], [r.seconds for r in xb], 1.03),
         Result("fast suite: peak RSS", "-p no:recompile", "--recompile-budget",
-               [r.maxrss_kb / 1024 for r in a], [r.maxrss_kb / 1024 for r in b], 1.10,
+               [r.maxrss_kb / 1024 for r in a], [r.maxrss_kb / 1024 for r in b], 1.05,
                unit="MiB"),
         Result("fast suite, gated: per-test time of the last fifth of the run over the "
                "first fifth (medians): flat", "first fifth", "last fifth",
