@@ -373,6 +373,7 @@ class CompileSeconds:
         found = {}
         if metrics and metrics[-1] is not self._last:
             found = seconds_by_compile(after=self._last)
+        self._last = None  # a metric holds tens of kilobytes: never kept past the block
         if self._capacity is not None:
             if self._capacity < METRICS_CAPACITY:
                 dynamo_utils.set_compilation_metrics_limit(self._capacity)

@@ -89,3 +89,21 @@ def test_metrics_are_kept_from_a_blocks_first_compile_and_put_back_after() -> No
     assert torch_state.metrics_capacity() == 64
     assert len(busy.records) == 70
     assert all(record.compile_seconds > 0 for record in busy.records)  # the first one's too
+
+
+def test_a_stopped_block_keeps_no_compile_metric_alive() -> None:
+    """A block marks torch's newest metric (tens of kilobytes each); a gated test's tracker
+    lives on with its item, so the mark must not outlive the block."""
+    import gc
+    import weakref
+
+    import torch._dynamo.utils as dynamo_utils
+
+    torch.compile(lambda x: x * 3, backend="eager")(torch.ones(2))
+    newest = weakref.ref(dynamo_utils._compilation_metrics[-1])
+    with RecompileTracker(reset=False) as kept:
+        pass
+    dynamo_utils.clear_compilation_metrics()
+    gc.collect()
+    assert newest() is None
+    assert kept.records == []  # (still alive: as a gated test's tracker is)
