@@ -358,6 +358,10 @@ class Gate:
         if any(carried.values()):
             report.recompile = carried
         self._gate_longrepr(item, call, report, verdict)
+        if call.when == "teardown" and run is not None and self.current is not run:
+            # The report carries the result: the run, its tracker and records, is not kept
+            # for the rest of the session (a rerun of the test starts a new one).
+            del item.stash[RUN_KEY]
 
     @staticmethod
     def _gate_longrepr(

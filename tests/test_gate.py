@@ -596,3 +596,32 @@ def test_b():
             "recompiles cost *",
         ]
     )
+
+
+def test_a_finished_tests_run_is_not_kept_with_its_item(run, pytester) -> None:
+    """Its report carries the result; the run (tracker, records) would otherwise live as long
+    as the session's items, a few kilobytes a gated test."""
+    pytester.makeconftest(
+        """
+from pytest_recompile.settings import RUN_KEY
+
+def pytest_sessionfinish(session):
+    kept = [item.nodeid for item in session.items if RUN_KEY in item.stash]
+    with open("kept.txt", "w") as out:
+        out.write(repr(kept))
+"""
+    )
+    result = run(
+        DOUBLE
+        + """
+def test_once():
+    double(torch.ones(2))
+
+def test_twice():
+    double(torch.ones(2))
+    double(torch.ones(3, 3))
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    assert (pytester.path / "kept.txt").read_text() == "[]"
