@@ -13,9 +13,10 @@ the steps before and after its ``yield``, never what runs inside it (the test). 
 0.1 µs a step, a few µs a test).
 
 It prints, for each of the suite's three kinds of test (calling a module fixture's warmed
-compiled function; a module-level one; one it defines and compiles: in a gated run the last
-two are answered by the first test's compile, reused), the median and the 10th and 90th
-percentiles of the plugin's time per test, and the mean time of each hook and callback.
+compiled function, which compiles nothing; a module-level one, answered in a gated run by the
+first such test's compile, reused; one it defines and compiles, compiled in each test), the
+median and the 10th and 90th percentiles of the plugin's time per test, and the mean time of
+each hook and callback.
 ``--detail`` adds inclusive timers around the plugin's inner steps (nested: not summed).
 """
 
