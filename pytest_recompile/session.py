@@ -8,10 +8,11 @@ writes files). Importing this module imports no torch.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,16 @@ class SessionResults:
         off = instruments.compile_switched_off()  # the same: the environment before import
         told += [switched_off_header(off)] if off else []
         return [self.settings.header(), *versions.untested_lines(), *told]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_from_serializable(self, data: Any) -> Generator[None, Any, Any]:
+        """A worker's report: what it carries came as one JSON string (the gate's
+        ``pytest_report_to_serializable``)."""
+        report = yield
+        carried = getattr(report, "recompile", None)
+        if isinstance(carried, str):
+            report.recompile = json.loads(carried)
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if type(report).__name__.lower() != "subtestreport":  # the test's own carry its figures
