@@ -180,7 +180,7 @@ def measure(suite: Path, env: dict[str, str]) -> dict:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
          "-p", "no:xdist", "-p", "selftimer", "--recompile-budget", "test_fast.py"],
-        cwd=suite, env={**env, "SELF_TIME_OUT": str(out), "PYTHONPATH": env["PYTHONPATH"]},
+        cwd=suite, env={**env, "SELF_TIME_OUT": str(out)},
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if proc.returncode != 0 or not out.exists():
