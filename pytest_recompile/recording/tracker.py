@@ -162,6 +162,7 @@ class RecompileTracker(Recorder):
         """
         with self._lock:
             self._settled = False
+            self._seconds.widen()  # a compile is on its way: keep every metric till the end
             self.rearm()
             self._observe()
             self._read_trees(latest=True)  # the entries compiled so far exist now
@@ -214,9 +215,7 @@ class RecompileTracker(Recorder):
             self._trees.compiled(event.code)  # its entry is read as if compiled here
 
     def rearm(self) -> None:
-        """Register again the compile callbacks a ``torch._dynamo.reset()`` dropped; and,
-        since a compile is on its way, keep every compile's metrics until the block ends."""
-        self._seconds.widen()
+        """Register again the compile callbacks a ``torch._dynamo.reset()`` dropped."""
         if self._callbacks is not None:
             self._callbacks.rearm()
 
