@@ -48,7 +48,6 @@ class Spool:
         self._last: dict[tuple[str, str], dict[str, Any]] = {}  # (file, token) -> last line
         self._count = 0
         self._owners: dict[str, bytes] = {}  # token -> the owner, as JSON
-        self._rules: tuple[Budget | None, str] | None = None  # the last budget, as JSON
         self.faults: list[str] = []  # internal errors children told (taken by the gate)
         self._board = board.Board(os.path.join(self.root, SPOOL_OWNER))
         self._showing: str | None = None  # the token the board names now
@@ -81,10 +80,9 @@ class Spool:
         """Name the test or wider fixture whose compiles children make from now on."""
         self._count += 1
         token = f"{kind[0]}{self._count}"
-        if self._rules is None or self._rules[0] is not budget:  # most tests share one
-            self._rules = (budget, json.dumps(budget.to_json() if budget is not None else None))
-        owner = json.dumps({"kind": kind, "name": name, "mode": mode})
-        self._owners[token] = f'{owner[:-1]}, "budget": {self._rules[1]}}}'.encode()
+        rules = budget.json_text if budget is not None else "null"
+        owner = f'{{"kind": {json.dumps(kind)}, "name": {json.dumps(name)}, "mode": "{mode}"'
+        self._owners[token] = f'{owner}, "budget": {rules}}}'.encode()  # as json.dumps words it
         self.resume(token)
         return token
 

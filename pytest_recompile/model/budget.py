@@ -3,6 +3,8 @@ from), and the checks of a count (pure). :mod:`.markers` builds it from the mark
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -58,9 +60,10 @@ class Budget:
         found = self.guards_per_function.get(qualname) or self.guards_per_function.get(name)
         return found if found is not None else self.max_guards
 
-    @property
+    @functools.cached_property
     def named(self) -> dict[str, str]:
-        """The functions the rules name (by name or qualname), each with a rule's source."""
+        """The functions the rules name (by name or qualname), each with a rule's source
+        (a budget is frozen: worked out once, as its words and JSON are)."""
         found = {name: rule.source for name, rule in self.per_function.items()}
         for name, rule in self.guards_per_function.items():
             found.setdefault(name, rule.source)
@@ -72,6 +75,10 @@ class Budget:
 
     def describe(self) -> str:
         """Every rule in words: ``2 in total (--recompile-budget=2); fullgraph``."""
+        return self._words
+
+    @functools.cached_property
+    def _words(self) -> str:
         parts = []
         if self.total is not None:
             parts.append(f"{self.total.value} in total ({self.total.source})")
@@ -122,6 +129,12 @@ class Budget:
             "guards_per_function": {n: rule(r) for n, r in self.guards_per_function.items()},
             "baseline_guards": {n: [c, sorted(v)] for n, (c, v) in self.baseline_guards.items()},
         }
+
+    @functools.cached_property
+    def json_text(self) -> str:
+        """:meth:`to_json` as JSON text, worked out once: each gated test names its budget
+        to its child processes, and most tests share one."""
+        return json.dumps(self.to_json())
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Budget:
