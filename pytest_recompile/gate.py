@@ -350,16 +350,28 @@ class Gate:
         if run is not None and run.calling:  # a subtest's report: the test's own carry it all
             self._gate_longrepr(item, call, report, verdict)
             return
+        when = call.when
+        teardown = when == "teardown"
+        if not (
+            teardown
+            or report.failed
+            or (run is not None and run.fixtures and when == "setup")
+            or self.degraded
+            or self.disabled
+            or self.faults.new
+            or self.threads.pending
+        ):
+            return  # a passing set-up or call with nothing to tell (most of them)
         result = None
-        if verdict is not None and (call.when == "teardown" or report.failed):
+        if verdict is not None and (teardown or report.failed):
             result = verdict.result  # frozen at this phase's end
-        if result is not None and call.when == "teardown":
+        if result is not None and teardown:
             item.user_properties[:] = junit_properties(item.user_properties, result)
             report.user_properties = list(item.user_properties)
         carried: Carried = {
             "result": result,
-            "gated": call.when == "teardown" and item.stash.get(BUDGET_KEY, None) is not None,
-            "fixtures": run.fixtures if run is not None and call.when == "setup" else [],
+            "gated": teardown and item.stash.get(BUDGET_KEY, None) is not None,
+            "fixtures": run.fixtures if run is not None and when == "setup" else [],
             "degraded": self.degraded,  # told once per process; the summary says each once
             "disabled": self.disabled,
             "faults": [f"{item.nodeid}: {f}" for f in self.faults.take()],
@@ -370,7 +382,7 @@ class Gate:
         if any(carried.values()):
             report.recompile = carried
         self._gate_longrepr(item, call, report, verdict)
-        if call.when == "teardown" and run is not None and self.current is not run:
+        if teardown and run is not None and self.current is not run:
             # The report carries the result: the run, its tracker and records, is not kept
             # for the rest of the session (a rerun of the test starts a new one).
             del item.stash[RUN_KEY]
