@@ -459,8 +459,7 @@ class Ledger:
             self.installed_examples = self.start_examples()
             dynamic_state.install_examples(self.installed_examples)
         if begins:
-            self.held = IdentitySet()
-            self.held |= self.shown
+            self.held = self.shown.copy()
             self.again = IdentityMap()
         if restore or changed:
             self.installed_state = dynamic_state.install_code_state(self.start_state())
