@@ -331,6 +331,8 @@ class Gate:
     def end_test(self, run: TestRun) -> None:
         """After a test's teardown: nobody owns compiles, its tracker stops."""
         self.threads.end()
+        if self.ledger.pending:  # its compiles matched to their entries now, at its own cost
+            self.faults.call(self.ledger.resolve)
         self.ledger.end_test(run.owner)
         self.current = None
         self.faults.call(self._note_children, run)
