@@ -38,9 +38,10 @@ class Gate:
     """Tracks compiles in every gated test and judges them; keeps each test's starting
     state to what its live wider fixtures compiled (see :mod:`.isolation.ledger`)."""
 
-    def __init__(self, settings: Settings, *, worker: bool = False) -> None:
+    def __init__(self, settings: Settings, *, worker: bool = False, junit: bool = False) -> None:
         self.settings = settings
         self.worker = worker  # a pytest-xdist worker: it cannot stop the session itself
+        self.junit = junit  # --junitxml: each gated test's figures as its user properties
         self.ledger = Ledger()
         self.faults: Faults = self.ledger.faults  # contained internal errors, told once
         self.current: TestRun | None = None  # the test whose phases are running
@@ -367,7 +368,7 @@ class Gate:
         result = None
         if verdict is not None and (teardown or report.failed):
             result = verdict.result  # frozen at this phase's end
-        if result is not None and teardown:
+        if result is not None and teardown and self.junit:
             item.user_properties[:] = junit_properties(item.user_properties, result)
             report.user_properties = list(item.user_properties)
         carried: Carried = {

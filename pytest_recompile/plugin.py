@@ -230,7 +230,9 @@ def register_gate(config: pytest.Config, settings: Settings) -> None:
     from .gate import Gate, TraceLogUncaptured
 
     worker = hasattr(config, "workerinput")
-    gate = Gate(settings, worker=worker)
+    # JUnit XML reads the properties (under xdist, on the controller: workers have the option)
+    junit = bool(getattr(config.option, "xmlpath", None))
+    gate = Gate(settings, worker=worker, junit=junit)
     config.pluginmanager.register(gate, "recompile-gate")
     config.pluginmanager.register(TraceLogUncaptured(), "recompile-trace-log-uncaptured")
     if settings.trace is not None:

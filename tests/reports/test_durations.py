@@ -210,6 +210,32 @@ def test_json_and_junit_split_first_compiles_from_recompiles(
         assert props["recompile_caches"] == ""  # no cache asked
 
 
+def test_user_properties_are_filled_only_for_junit_xml(run, pytester: pytest.Pytester) -> None:
+    """The figures go on a gated test's user properties only where JUnit XML reads them:
+    without ``--junitxml`` every test's teardown report (which xdist ships to the controller)
+    stays as the test left it."""
+    pytester.makeconftest(
+        """
+        import json
+
+        def pytest_runtest_logreport(report):
+            if report.when == "teardown":
+                with open("props.jsonl", "a") as f:
+                    f.write(json.dumps([p[0] for p in report.user_properties]) + "\\n")
+        """
+    )
+    plain = run(SUITE, "--recompile-budget=1")
+    plain.assert_outcomes(passed=4)
+    seen = (pytester.path / "props.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in seen] == [[]] * 4
+    (pytester.path / "props.jsonl").unlink()
+    junit = run(SUITE, "--recompile-budget=1", "--junitxml=j.xml")
+    junit.assert_outcomes(passed=4)
+    seen = (pytester.path / "props.jsonl").read_text().splitlines()
+    assert all("recompiles" in json.loads(line) for line in seen)
+    assert len(seen) == 4
+
+
 def test_job_id_set_in_a_conftest_is_told_in_the_header(run, pytester: pytest.Pytester) -> None:
     plain = run("def test_x():\n    pass\n", "--recompile-budget", "--co")
     assert "torch.compiler.config.job_id" not in plain.stdout.str()
