@@ -185,7 +185,7 @@ class Gate:
         compile, reused (inside torch's guard evaluation: contained, never raises)."""
         tracker = self._tracker_of(owner)
         if tracker is not None:
-            self.faults.call(tracker.on_reuse, made.event, made.seconds)
+            self.faults.call(tracker.on_reuse, made.event, made.seconds, made.guards)
 
     @property
     def running_tracker(self) -> RecompileTracker | None:

@@ -399,29 +399,34 @@ def _newest_metrics(keys: Iterable[events.CompileKey]) -> dict[events.CompileKey
     return found
 
 
-def newest_seconds(keys: list[events.CompileKey]) -> dict[events.CompileKey, float]:
-    """The seconds of these compiles, each its newest metric's."""
-    return {
-        key: float(metric.entire_frame_compile_time_s)
-        for key, metric in _newest_metrics(keys).items()
-        if metric.entire_frame_compile_time_s is not None
-    }
+GuardMetrics = tuple[int | None, float | None]  # torch's guard_count, guard_latency_us
 
 
-def guard_metrics(
-    keys: Iterable[events.CompileKey],
-) -> dict[events.CompileKey, tuple[int | None, float | None]]:
+def guard_metrics(keys: Iterable[events.CompileKey]) -> dict[events.CompileKey, GuardMetrics]:
     """torch's ``guard_count`` and ``guard_latency_us`` of these compiles (either None where
     this torch's metrics lack it): its estimate, measured once per compile."""
+    return {key: _guard_metrics(metric) for key, metric in _newest_metrics(keys).items()}
+
+
+def newest_figures(
+    keys: list[events.CompileKey],
+) -> dict[events.CompileKey, tuple[float | None, GuardMetrics]]:
+    """The seconds and guard metrics of these compiles, each its newest metric's, read in one
+    pass (a compile another test may reuse: the test that takes it is told both)."""
     found = {}
     for key, metric in _newest_metrics(keys).items():
-        count = getattr(metric, "guard_count", None)
-        latency = getattr(metric, "guard_latency_us", None)
-        found[key] = (
-            int(count) if count is not None else None,
-            float(latency) if latency is not None else None,
-        )
+        seconds = metric.entire_frame_compile_time_s
+        found[key] = (float(seconds) if seconds is not None else None, _guard_metrics(metric))
     return found
+
+
+def _guard_metrics(metric: Any) -> GuardMetrics:
+    count = getattr(metric, "guard_count", None)
+    latency = getattr(metric, "guard_latency_us", None)
+    return (
+        int(count) if count is not None else None,
+        float(latency) if latency is not None else None,
+    )
 
 
 # Each metric's key, by the metric's id (with a weak reference telling a reused id apart):

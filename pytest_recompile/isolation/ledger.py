@@ -230,11 +230,11 @@ class Ledger:
                 self.pending[code] = left
             else:
                 del self.pending[code]
-        if timed:  # what each compile another test may reuse took
+        if timed:  # what each compile another test may reuse took, and its guard figures
             keys = [events.compile_key(made.event.code, made.compile_id) for made in timed]
-            seconds = instruments.newest_seconds(keys)
+            figures = instruments.newest_figures(keys)
             for made, key in zip(timed, keys, strict=True):
-                made.seconds = seconds.get(key)
+                made.seconds, made.guards = figures.get(key, (None, None))
 
     # -- reuse ------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._torch import events, footprint
+from .._torch import events, footprint, instruments
 
 OwnerKind = Literal["outside", "fixture", "test", "dropped"]
 
@@ -61,6 +61,7 @@ class Compiled:
     config: tuple[Any, ...]  # the config hashes then
     after: dict[Any, Any] | None = None  # the state it left (None: not known yet)
     seconds: float | None = None  # what it took, once read from torch's metrics
+    guards: instruments.GuardMetrics | None = None  # torch's guard figures, read with them
     mark: footprint.Mark | None = None  # torch's records when it began
     # what it recorded besides its entry (graph breaks, counters), once it ended; None: unknown
     footprint: footprint.Footprint | None = None

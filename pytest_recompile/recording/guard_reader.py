@@ -38,6 +38,8 @@ class GuardTrees:
         self._read: dict[events.CompileKey, tuple[Any, FunctionRecord, list[InstalledGuard]]] = {}
         self._guards: dict[events.CompileKey, EntryGuards] = {}  # each entry's, as last found
         self._metered: set[events.CompileKey] = set()  # entries with torch's guard metrics
+        # figures read before (a reused compile's): no search of torch's metrics for them
+        self._measured: dict[events.CompileKey, instruments.GuardMetrics] = {}
         self._since: set[CodeType] = set()  # code objects compiled since the last read
 
     def compiled(self, code: CodeType) -> None:
@@ -85,16 +87,21 @@ class GuardTrees:
             guard for _, owner, leaves in self._read.values() if owner is record for guard in leaves
         ]
 
+    def measured(self, key: events.CompileKey, figures: instruments.GuardMetrics) -> None:
+        """torch's guard figures of an entry, read when its compile ended (a reused one)."""
+        self._measured[key] = figures
+
     def metrics(self, owners: Mapping[events.CompileKey, FunctionRecord]) -> Found:
         """torch's guard count and latency estimate of each entry made here; an entry whose
         tree was gone before it was read gets torch's count alone."""
         found: Found = []
         wanted = [key for key in owners if key not in self._metered]
+        metrics = {key: self._measured[key] for key in wanted if key in self._measured}
         try:
-            metrics = instruments.guard_metrics(wanted)
+            if len(metrics) < len(wanted):
+                metrics.update(instruments.guard_metrics(k for k in wanted if k not in metrics))
         except Exception as exc:  # metrics this torch words otherwise: the trees' counts stand
             self.faults.add(f"guard counts: torch's metrics unread ({type(exc).__name__}: {exc})")
-            metrics = {}
         for key, (count, latency) in metrics.items():
             self._metered.add(key)
             known = self._guards.get(key)

@@ -207,12 +207,20 @@ class RecompileTracker(Recorder):
             if recompile is not None:
                 recompile.stopped = True
 
-    def on_reuse(self, event: events.CompileEvent, seconds: float | None) -> None:
-        """Record a first compile that an earlier test's entry answered (no compile ran)."""
+    def on_reuse(
+        self,
+        event: events.CompileEvent,
+        seconds: float | None,
+        guards: instruments.GuardMetrics | None = None,
+    ) -> None:
+        """Record a first compile that an earlier test's entry answered (no compile ran);
+        ``guards``: torch's guard figures of that compile, where they were read with it."""
         with self._lock:
             self._settled = False
             self.reuse(event, seconds)
             self._trees.compiled(event.code)  # its entry is read as if compiled here
+            if guards is not None:
+                self._trees.measured(events.compile_key(event.code, event.compile_id), guards)
 
     def rearm(self) -> None:
         """Register again the compile callbacks a ``torch._dynamo.reset()`` dropped."""

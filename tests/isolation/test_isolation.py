@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from glob import escape as esc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from snippets import (
@@ -528,6 +529,20 @@ def test_c():
     assert b["saved_seconds"] > 0
     assert [g["line"] for g in a["graph_breaks"]] == [g["line"] for g in b["graph_breaks"]]
     assert len(b["graph_breaks"]) == 1
+
+    # A reused entry carries its compile's guard figures (torch's count and estimate), read
+    # when that compile ended, not looked for again in torch's metrics.
+    def figures(test: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
+        return {
+            fn["qualname"]: sorted(
+                (e["guards"], e["torch_guard_count"], e["guard_latency_us"]) for e in fn["entries"]
+            )
+            for fn in test["functions"]
+        }
+
+    assert figures(a) == figures(b)
+    if versions.has_compile_metrics():
+        assert all(count for entries in figures(b).values() for _, count, _ in entries)
     # Without -v the summary speaks only of what isolation cost.
     quiet = run(source, "--recompile-budget", "-p", "no:randomly", "--recompile-report=q.json")
     quiet.assert_outcomes(passed=3)
