@@ -20,6 +20,10 @@ from .settings import BUDGET_KEY, Settings
 
 # The markers a stashed budget was computed from (their identities), to see a later change.
 _FROM: pytest.StashKey[tuple[int, ...]] = pytest.StashKey()
+# Each distinct budget, by its repr (a budget is frozen; its repr names every rule): the
+# tests share it, and the words and JSON it works out once (a gated suite's thousands of
+# tests hold a handful of budgets, not thousands of objects the garbage collector walks).
+_BUDGETS: dict[str, Budget] = {}
 
 
 def _marks(item: pytest.Item) -> dict[str, list[pytest.Mark]]:
@@ -42,6 +46,8 @@ def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
         guards_default=settings.max_guards,
         baseline_guards=settings.baseline_guards.get(item.nodeid),
     )
+    if budget is not None:  # one object for equal budgets: most tests share one
+        budget = _BUDGETS.setdefault(repr(budget), budget)
     item.stash[BUDGET_KEY] = budget
     item.stash[_FROM] = seen
     return budget

@@ -44,3 +44,36 @@ def pytest_collection_modifyitems(items):
     result = run(RECOMPILING.replace("@pytest.mark.max_recompiles(0)\n", ""))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*1 recompile of f*budget 0 (@max_recompiles(0))"])
+
+
+def test_tests_with_the_same_rules_share_one_budget(run, pytester: pytest.Pytester) -> None:
+    """A suite's thousands of gated tests hold as many budgets as there are distinct rules
+    (each works out its words and JSON once); tests whose rules differ keep their own."""
+    pytester.makeconftest(
+        """
+import pytest
+from pytest_recompile.settings import BUDGET_KEY
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    budgets = {item.name: item.stash[BUDGET_KEY] for item in session.items}
+    assert budgets["test_a"] is budgets["test_b"]
+    assert budgets["test_c"] is not budgets["test_a"]
+    assert budgets["test_c"].describe() == "2 in total (@max_recompiles(2))"
+"""
+    )
+    result = run(
+        """
+def test_a():
+    pass
+
+def test_b():
+    pass
+
+@pytest.mark.max_recompiles(2)
+def test_c():
+    pass
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=3)
