@@ -371,18 +371,23 @@ class Gate:
         if result is not None and teardown and self.junit:
             item.user_properties[:] = junit_properties(item.user_properties, result)
             report.user_properties = list(item.user_properties)
-        carried: Carried = {
-            "result": result,
-            "gated": teardown and item.stash.get(BUDGET_KEY, None) is not None,
-            "fixtures": run.fixtures if run is not None and when == "setup" else [],
-            "degraded": self.degraded,  # told once per process; the summary says each once
-            "disabled": self.disabled,
-            "faults": [f"{item.nodeid}: {f}" for f in self.faults.take()],
-            "threads": self.faults.call(self.threads.take) or [],
-            "trace": None,  # the folder its trace was kept in (set by traces.py)
-        }
-        self.degraded, self.disabled = [], []
-        if any(carried.values()):
+        carried: Carried = {}
+        if result is not None:
+            carried["result"] = result
+        if teardown and item.stash.get(BUDGET_KEY, None) is not None:
+            carried["gated"] = True  # it ran to its teardown, with or without figures
+        if run is not None and when == "setup" and run.fixtures:
+            carried["fixtures"] = run.fixtures
+        if self.degraded:  # told once per process; the summary says each once
+            carried["degraded"], self.degraded = self.degraded, []
+        if self.disabled:
+            carried["disabled"], self.disabled = self.disabled, []
+        if self.faults.new:
+            carried["faults"] = [f"{item.nodeid}: {f}" for f in self.faults.take()]
+        threads = self.faults.call(self.threads.take) if self.threads.pending else None
+        if threads:
+            carried["threads"] = threads
+        if carried:  # (traces.py adds the folder its trace was kept in)
             report.recompile = carried
         self._gate_longrepr(item, call, report, verdict)
         if teardown and run is not None and self.current is not run:

@@ -243,11 +243,12 @@ class FixtureResult(TypedDict):
     processes: list[ProcessResult]
 
 
-class Carried(TypedDict):
+class Carried(TypedDict, total=False):
     """What one of a test's reports carries (``report.recompile``, under pytest-xdist from a
     worker to the controller): the test's result on its teardown report (or on the report of
     the phase that failed), the wider fixtures' compiles on its set-up's, and what the gate
-    tells once."""
+    tells once. Only the keys with something to tell: pytest keeps every report for the
+    session, and the garbage collector walks whatever they hold."""
 
     result: TestResult | None  # the test's figures (a gated test)
     gated: bool  # a gated test's teardown: it ran, with or without figures

@@ -103,15 +103,15 @@ class RunResults:
             self.outcomes[nodeid] = "error"  # an error in teardown spoils a pass
         if carried is None:
             return
-        if carried["fixtures"]:
+        if carried.get("fixtures"):
             self.add_fixtures(carried["fixtures"], process)
-        self.faults += carried["faults"]
-        self.outlived += carried["threads"]
-        self.notes.update(dict.fromkeys(carried["degraded"]))
+        self.faults += carried.get("faults") or ()
+        self.outlived += carried.get("threads") or ()
+        self.notes.update(dict.fromkeys(carried.get("degraded") or ()))
         self.disabled.update(dict.fromkeys(carried.get("disabled") or ()))
-        if carried["gated"]:
+        if carried.get("gated"):
             self.gated.add(nodeid)
-        result = carried["result"]
+        result = carried.get("result")
         if result is not None:
             if carried.get("trace"):  # the kept trace's slot, filled after the result froze
                 result = {**result, "trace": carried["trace"]}
