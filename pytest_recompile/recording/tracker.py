@@ -307,8 +307,10 @@ class RecompileTracker(Recorder):
 
     @property
     def records(self) -> list[FunctionRecord]:
-        """Per-function records, in the order the functions were first compiled."""
-        if self.active:
+        """Per-function records, in the order the functions were first compiled. Their entry
+        counts are noted again unless nothing compiled since the last refresh noted them (a
+        count only keeps its most, and only a compile or a reuse adds an entry)."""
+        if self.active and not self._settled:
             self.note_entries(entries.answering_entries)
         return list(self._records.values())
 
