@@ -355,16 +355,6 @@ class Gate:
             return
         when = call.when
         teardown = when == "teardown"
-        if not (
-            teardown
-            or report.failed
-            or (run is not None and run.fixtures and when == "setup")
-            or self.degraded
-            or self.disabled
-            or self.faults.new
-            or self.threads.pending
-        ):
-            return  # a passing set-up or call with nothing to tell (most of them)
         result = None
         if verdict is not None and (teardown or report.failed):
             result = verdict.result  # frozen at this phase's end
