@@ -81,8 +81,8 @@ class Spool:
         self._count += 1
         token = f"{kind[0]}{self._count}"
         rules = budget.json_text if budget is not None else "null"
-        owner = f'{{"kind": {json.dumps(kind)}, "name": {json.dumps(name)}, "mode": "{mode}"'
-        self._owners[token] = f'{owner}, "budget": {rules}}}'.encode()  # as json.dumps words it
+        owner = json.dumps({"kind": kind, "name": name, "mode": mode})
+        self._owners[token] = f'{owner[:-1]}, "budget": {rules}}}'.encode()
         self.resume(token)
         return token
 
