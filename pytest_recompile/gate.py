@@ -29,7 +29,7 @@ from .recording.errors import RecompileBudgetExceeded, RecompileGateError, stopp
 from .recording.tracker import RecompileTracker
 from .recording.verdict import TestVerdict, raised
 from .reports.junit import junit_properties
-from .settings import BUDGET_KEY, RUN_KEY, Settings
+from .settings import BUDGET_KEY, RUN_KEY, SETTINGS_KEY, Settings
 from .testrun import TestRun
 from .wider_fixtures import WiderFixtures, used_fixtures, uses_recompiles
 
@@ -437,6 +437,62 @@ class TraceLogUncaptured:
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
         return (yield from self._quiet(item))
+
+
+def register_gate(config: pytest.Config, settings: Settings) -> None:
+    """Check torch (without importing it), then register the per-test hooks and, where the
+    session is controlled, the summary."""
+    try:
+        versions.check_version()
+    except versions.TorchUnsupported as exc:
+        raise pytest.UsageError(str(exc)) from None
+    worker = hasattr(config, "workerinput")
+    # JUnit XML reads the properties (under xdist, on the controller: workers have the option)
+    junit = bool(getattr(config.option, "xmlpath", None))
+    gate = Gate(settings, worker=worker, junit=junit)
+    config.pluginmanager.register(gate, "recompile-gate")
+    config.pluginmanager.register(TraceLogUncaptured(), "recompile-trace-log-uncaptured")
+    if settings.trace is not None:
+        from .traces import TraceKeeper
+
+        keeper = TraceKeeper(settings.trace, config, gate.faults)
+        config.pluginmanager.register(keeper, "recompile-trace")
+    if not worker:
+        from .session import register_summary
+
+        register_summary(config, settings)
+
+
+def recompiles_fixture(request: pytest.FixtureRequest) -> Generator[RecompileTracker, None, None]:
+    """The ``recompiles`` fixture (declared in :mod:`.plugin`): in a gated test, the gate's
+    own tracker; otherwise a report-only tracker recording from the fixture's set-up."""
+    run = request.node.stash.get(RUN_KEY, None)
+    if run is not None and run.verdict is not None and run.verdict.tracker.active:
+        yield run.verdict.tracker
+        return
+    settings = request.config.stash[SETTINGS_KEY]
+    # With the gate on, the test already starts from its wider fixtures' state (isolation),
+    # and the gate hands this tracker the compiles of the test's own phases alone (never a
+    # wider fixture's set-up, even one requested with getfixturevalue).
+    gate = request.config.pluginmanager.get_plugin("recompile-gate")
+    own = RecompileTracker(
+        mode="report-only",
+        reset=not (settings.keep_caches or gate),
+        warm_start=gate is not None or settings.keep_caches,
+        listen=gate is None,
+    )
+    try:
+        own.start()
+    except versions.TorchUnsupported as exc:
+        pytest.fail(str(exc), pytrace=False)
+    if gate is not None:
+        gate.adopt(own)
+    try:
+        yield own
+    finally:
+        own.stop()
+        if gate is not None:
+            gate.release(own)
 
 
 def _fail(stopped: RecompileBudgetExceeded, item: pytest.Item) -> NoReturn:

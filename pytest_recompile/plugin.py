@@ -4,7 +4,9 @@ Importing this module imports neither torch nor the tracker. The per-test hooks 
 :class:`pytest_recompile.gate.Gate`, imported and registered only when
 ``--recompile-budget`` / ``recompile_budget`` is set or, after collection, when some test
 carries one of the markers or uses the ``recompiles`` fixture; otherwise the plugin costs one
-pass over the collected items.
+pass over the collected items. Every pytest run with the plugin installed reads this module,
+so what only such a run needs (the gate's registration, the fixture's work, the warning for a
+conftest's ``pytestmark``) lives in the modules it imports then.
 """
 
 from __future__ import annotations
@@ -21,19 +23,15 @@ from .model.names import (
     MARKER_LINES,
     MARKERS,
     MODES,
-    PREFIX,
     PROCESS_MODES,
-    relative,
 )
 from .settings import (
-    RUN_KEY,
     SETTINGS_KEY,
     Settings,
     add_budget_ini,
     add_choice_option,
     add_count_option,
     add_path_option,
-    bare_budget_flags,
     durations_option,
     max_guards_option,
 )
@@ -186,6 +184,8 @@ def pytest_load_initial_conftests(
     load first) is made again from them."""
     if "--recompile-budget" not in args:
         return
+    from .model.budget import bare_budget_flags
+
     fixed = bare_budget_flags(args)
     if fixed == args:
         return
@@ -203,6 +203,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     settings = config.stash[SETTINGS_KEY] = Settings.from_config(config)
     if settings.gates_every_test:
+        from .gate import register_gate
+
         register_gate(config, settings)
     else:
         register_summary_if_needed(config, settings)
@@ -215,40 +217,9 @@ def register_summary_if_needed(config: pytest.Config, settings: Settings) -> Non
     worker = hasattr(config, "workerinput")
     xdist_controller = not worker and getattr(config.option, "dist", "no") != "no"
     if not worker and (xdist_controller or settings.writes_files or settings.durations is not None):
+        from .session import register_summary
+
         register_summary(config, settings)  # xdist workers never write files
-
-
-def register_gate(config: pytest.Config, settings: Settings) -> None:
-    """Check torch (without importing it), then register the per-test hooks and, where the
-    session is controlled, the summary."""
-    from ._torch import versions
-
-    try:
-        versions.check_version()
-    except versions.TorchUnsupported as exc:
-        raise pytest.UsageError(str(exc)) from None
-    from .gate import Gate, TraceLogUncaptured
-
-    worker = hasattr(config, "workerinput")
-    # JUnit XML reads the properties (under xdist, on the controller: workers have the option)
-    junit = bool(getattr(config.option, "xmlpath", None))
-    gate = Gate(settings, worker=worker, junit=junit)
-    config.pluginmanager.register(gate, "recompile-gate")
-    config.pluginmanager.register(TraceLogUncaptured(), "recompile-trace-log-uncaptured")
-    if settings.trace is not None:
-        from .traces import TraceKeeper
-
-        keeper = TraceKeeper(settings.trace, config, gate.faults)
-        config.pluginmanager.register(keeper, "recompile-trace")
-    if not worker:
-        register_summary(config, settings)
-
-
-def register_summary(config: pytest.Config, settings: Settings) -> None:
-    from .session import SessionResults
-
-    if not config.pluginmanager.has_plugin("recompile-summary"):
-        config.pluginmanager.register(SessionResults(settings), "recompile-summary")
 
 
 @pytest.fixture
@@ -257,36 +228,9 @@ def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
     ``kinds()``, ``installed_guards()``, ``scoped(n)`` (a budget for a block) and ``warm()``
     (a block in which any compile fails). In a gated test it is the gate's own tracker;
     otherwise it records (report-only) from the moment the fixture is set up."""
-    run = request.node.stash.get(RUN_KEY, None)
-    if run is not None and run.verdict is not None and run.verdict.tracker.active:
-        yield run.verdict.tracker
-        return
-    from ._torch import versions
-    from .recording.tracker import RecompileTracker
+    from .gate import recompiles_fixture
 
-    settings = request.config.stash[SETTINGS_KEY]
-    # With the gate on, the test already starts from its wider fixtures' state (isolation),
-    # and the gate hands this tracker the compiles of the test's own phases alone (never a
-    # wider fixture's set-up, even one requested with getfixturevalue).
-    gate = request.config.pluginmanager.get_plugin("recompile-gate")
-    own = RecompileTracker(
-        mode="report-only",
-        reset=not (settings.keep_caches or gate),
-        warm_start=gate is not None or settings.keep_caches,
-        listen=gate is None,
-    )
-    try:
-        own.start()
-    except versions.TorchUnsupported as exc:
-        pytest.fail(str(exc), pytrace=False)
-    if gate is not None:
-        gate.adopt(own)
-    try:
-        yield own
-    finally:
-        own.stop()
-        if gate is not None:
-            gate.release(own)
+    yield from recompiles_fixture(request)
 
 
 _NAMES = frozenset(MARKERS)
@@ -338,43 +282,13 @@ def pytest_make_collect_report(
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """pytest reads ``pytestmark`` in test modules only: one in a conftest.py gates
-    nothing. Say so once per file, with the two ways that do gate a directory."""
+    nothing. Say so once per file (:func:`.collection.warn_conftest_marks`)."""
     for plugin in session.config.pluginmanager.get_plugins():
         path = str(getattr(plugin, "__file__", None) or "")
-        if os.path.basename(path) != "conftest.py":
-            continue
-        names = sorted({m.name for m in _marks_of(getattr(plugin, "pytestmark", ()))} & _NAMES)
-        if names:
-            from .warning_types import RecompileMarkerIgnored, warn_at
+        if os.path.basename(path) == "conftest.py" and hasattr(plugin, "pytestmark"):
+            from .collection import warn_conftest_marks
 
-            shown = relative(path, str(session.config.rootpath))
-            warn_at(
-                RecompileMarkerIgnored(
-                    f"{PREFIX} pytestmark in {shown} carries "
-                    f"{', '.join(f'@pytest.mark.{n}' for n in names)}, which pytest never "
-                    "applies (it reads pytestmark in test modules only): no test is gated by "
-                    "it. To gate a directory, add the marker in that conftest's "
-                    "pytest_collection_modifyitems hook, or set the ini option "
-                    "recompile_budget for a run over that directory"
-                ),
-                path,
-                _line_of(path, "pytestmark"),
-            )
-
-
-def _marks_of(value: object) -> list[pytest.Mark]:
-    """The marks of a ``pytestmark`` value: one mark (decorator) or a list of them."""
-    found = value if isinstance(value, (list, tuple)) else [value]
-    marks = [getattr(one, "mark", one) for one in found]
-    return [mark for mark in marks if isinstance(mark, pytest.Mark)]
-
-
-def _line_of(path: str, name: str) -> int:
-    try:
-        with open(path, encoding="utf-8") as file:
-            return next((n for n, line in enumerate(file, 1) if line.startswith(name)), 1)
-    except OSError:
-        return 1
+            warn_conftest_marks(plugin.pytestmark, path, str(session.config.rootpath))
 
 
 @pytest.hookimpl(trylast=True)
@@ -390,6 +304,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             uses = True
             break
     if gated(items, uses, settings) or uses:
+        from .gate import register_gate
+
         register_gate(config, settings)
 
 

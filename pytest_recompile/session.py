@@ -287,3 +287,10 @@ def stopped_early(session: pytest.Session, exitstatus: int, interrupt: str | Non
             return "errors during collection"
         return "interrupted (pytest.exit or errors during collection)"
     return None
+
+
+def register_summary(config: pytest.Config, settings: Settings) -> None:
+    """The session's results and summary, registered once (by the gate or, ungated, where
+    files are written, durations listed, or xdist workers report to this controller)."""
+    if not config.pluginmanager.has_plugin("recompile-summary"):
+        config.pluginmanager.register(SessionResults(settings), "recompile-summary")

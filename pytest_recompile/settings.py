@@ -3,8 +3,11 @@ flag with its ini twin, for ``pytest_addoption``), read and checked once; and th
 that carry per-run and per-test state (no torch import).
 
 Declared and read in one module: every pytest run with the plugin installed imports the
-modules of its start-up, and pytest loads each of an installed plugin's modules through its
-assertion-rewriting hook, about 2 M instructions a module (benchmark 1)."""
+modules of its start-up, and pytest loads an installed plugin's modules through its
+assertion-rewriting hook, which reads a module's cached bytecode with ``marshal.load`` from
+the open file, ten times the cost of Python's own loader: about 0.8 M instructions a module
+and 0.15 M a kilobyte of bytecode (benchmark 1). What only a run that asks for something
+runs (the files' checks, the bare flag's rewriting) lives in the modules that run imports."""
 
 from __future__ import annotations
 
@@ -234,10 +237,11 @@ def _github(config: pytest.Config) -> bool:
 
 
 def _with_files(config: pytest.Config, settings: Settings) -> Settings:
-    """The report and baseline files: checked writable, the baseline read or to be written."""
-    report, report_from = _path_option(config, "report")
-    report_md, report_md_from = _path_option(config, "report_md")
-    baseline, baseline_from = _path_option(config, "baseline")
+    """The report and baseline files: checked writable, the baseline read or to be written
+    (:func:`pytest_recompile.reports.baseline.file_settings`)."""
+    report = _path_option(config, "report")
+    report_md = _path_option(config, "report_md")
+    baseline = _path_option(config, "baseline")
     update = bool(config.getoption("recompile_baseline_update"))
     prune = bool(config.getoption("recompile_baseline_prune"))
     if prune and not update:
@@ -245,54 +249,16 @@ def _with_files(config: pytest.Config, settings: Settings) -> Settings:
             f"{PREFIX} --recompile-baseline-prune drops entries while a baseline is updated: "
             "add --recompile-baseline-update, on a run of the whole suite"
         )
-    if report is None and report_md is None and baseline is None and not update:
+    if report[0] is None and report_md[0] is None and baseline[0] is None and not update:
         return settings
-    from .reports.baseline import BaselineError, read_baseline, read_baseline_document
-    from .reports.files import OutputFileError, check_writable
+    from .reports.baseline import file_settings
+    from .reports.files import OutputFileError
 
     try:
-        if report is not None:
-            check_writable(report, f"{PREFIX} {report_from}")
-        if report_md is not None:
-            check_writable(report_md, f"{PREFIX} {report_md_from}")
-        settings = settings.replace(report=report, report_md=report_md, baseline=baseline)
-        if not update:
-            if baseline is None:
-                return settings
-            found = read_baseline(baseline, f"{PREFIX} {baseline_from}")
-            return settings.replace(
-                baseline_counts=found.counts,
-                baseline_guards=found.guards,
-                baseline_note=_other_torch(found.torch),
-            )
-        if baseline is None:
-            raise BaselineError(
-                f"{PREFIX} --recompile-baseline-update needs --recompile-baseline=PATH "
-                "(or the ini option recompile_baseline): where to write the baseline"
-            )
-        check_writable(baseline, f"{PREFIX} {baseline_from}")
-        if os.path.exists(baseline):  # its other tests' entries are kept: it must read
-            read_baseline_document(baseline, f"{PREFIX} {baseline_from}")
-        # Record every test's full count and fail none.
-        from .model.budget import Rule
-
-        default = settings.default or Rule(0, "--recompile-baseline-update")
-        return settings.replace(
-            mode="report-only", default=default, baseline_update=True, baseline_prune=prune
-        )
+        changes = file_settings(report, report_md, baseline, update, prune, settings.default)
     except OutputFileError as exc:  # a BaselineError too
         raise pytest.UsageError(str(exc)) from None
-
-
-def _other_torch(recorded: str | None) -> str | None:
-    """``baseline from torch A; this run B`` where the baseline was taken on another torch
-    than this run's: a failure it causes may be torch's change, not the code's."""
-    from ._torch.versions import torch_version
-
-    running = torch_version()
-    if recorded is None or running is None or recorded == running:
-        return None
-    return f"baseline from torch {recorded}; this run {running}"
+    return settings.replace(**changes)
 
 
 def _trace_dir(config: pytest.Config) -> str | None:
@@ -328,27 +294,6 @@ def max_guards_option(text: str) -> int:
         return parse_count_text(text, f"{PREFIX} --recompile-max-guards")
     except BudgetError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def bare_budget_flags(args: list[str]) -> list[str]:
-    """``args`` with each bare ``--recompile-budget`` followed by a word that is not an
-    integer (``pytest --recompile-budget tests/``, ``-n 2 --recompile-budget .``) written
-    ``--recompile-budget=0``: the word is a test path, as after any other flag. An integer
-    after the flag stays its budget (``--recompile-budget 3 tests/``).
-
-    argparse would take the word as the flag's value (``nargs="?"``): pytest's
-    ``pytest_load_initial_conftests`` hands plugins the arguments before its last parse, and
-    the option is declared without a ``type=`` so that the parses before it let the word
-    through (its value is checked in :func:`_count_option`)."""
-    from .model.budget import count_value
-
-    found = list(args)
-    for index, word in enumerate(found[:-1]):
-        after = found[index + 1]
-        integer = count_value(after) is not None
-        if word == "--recompile-budget" and not after.startswith("-") and not integer:
-            found[index] = "--recompile-budget=0"
-    return found
 
 
 def budget_option(text: str) -> int:

@@ -189,3 +189,23 @@ def parse_count_text(text: str, where: str) -> int:
     if value is None:
         raise BudgetError(f"{where}: expected a non-negative integer such as 0 or 3, got {text!r}")
     return value
+
+
+def bare_budget_flags(args: list[str]) -> list[str]:
+    """``args`` with each bare ``--recompile-budget`` followed by a word that is not an
+    integer (``pytest --recompile-budget tests/``, ``-n 2 --recompile-budget .``) written
+    ``--recompile-budget=0``: the word is a test path, as after any other flag. An integer
+    after the flag stays its budget (``--recompile-budget 3 tests/``).
+
+    argparse would take the word as the flag's value (``nargs="?"``): pytest's
+    ``pytest_load_initial_conftests`` hands plugins the arguments before its last parse, and
+    the option is declared without a ``type=`` so that the parses before it let the word
+    through (its value is checked in
+    :func:`pytest_recompile.settings._count_option`)."""
+    found = list(args)
+    for index, word in enumerate(found[:-1]):
+        after = found[index + 1]
+        integer = count_value(after) is not None
+        if word == "--recompile-budget" and not after.startswith("-") and not integer:
+            found[index] = "--recompile-budget=0"
+    return found

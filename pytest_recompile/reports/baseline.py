@@ -11,14 +11,15 @@ test before it ever recompiles.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from ..model.names import PREFIX
-from .files import OutputFileError
+from .files import OutputFileError, check_writable
 
 if TYPE_CHECKING:  # read at every start-up (settings): the types cost nothing at run time
-    from ..model.budget import GuardBaseline
+    from ..model.budget import GuardBaseline, Rule
     from ..model.results import BaselineDocument, BaselineTest
     from ..model.run import RunResults
 
@@ -124,6 +125,59 @@ def _guards(entry: dict[str, object]) -> dict[str, GuardBaseline] | None:
             return None
         found[name] = (count, frozenset(kept))
     return found
+
+
+Named = tuple[str | None, str]  # a path from an option, and the option it came from
+
+
+def file_settings(
+    report: Named,
+    report_md: Named,
+    baseline: Named,
+    update: bool,
+    prune: bool,
+    default: Rule[int] | None,
+) -> dict[str, Any]:
+    """The run's settings for the files it writes and reads, checked: each output writable,
+    the baseline read (or, with ``update``, writable, and readable where it exists, since
+    its other tests' entries are kept). Raises OutputFileError (BaselineError)."""
+    for path, where in (report, report_md):
+        if path is not None:
+            check_writable(path, f"{PREFIX} {where}")
+    path, where = baseline
+    found: dict[str, Any] = {"report": report[0], "report_md": report_md[0], "baseline": path}
+    if not update:
+        if path is None:
+            return found
+        read = read_baseline(path, f"{PREFIX} {where}")
+        note = _other_torch(read.torch)
+        return {**found, "baseline_counts": read.counts, "baseline_guards": read.guards,
+                "baseline_note": note}  # fmt: skip
+    if path is None:
+        raise BaselineError(
+            f"{PREFIX} --recompile-baseline-update needs --recompile-baseline=PATH "
+            "(or the ini option recompile_baseline): where to write the baseline"
+        )
+    check_writable(path, f"{PREFIX} {where}")
+    if os.path.exists(path):  # its other tests' entries are kept: it must read
+        read_baseline_document(path, f"{PREFIX} {where}")
+    # Record every test's full count and fail none.
+    from ..model.budget import Rule
+
+    default = default or Rule(0, "--recompile-baseline-update")
+    return {**found, "mode": "report-only", "default": default, "baseline_update": True,
+            "baseline_prune": prune}  # fmt: skip
+
+
+def _other_torch(recorded: str | None) -> str | None:
+    """``baseline from torch A; this run B`` where the baseline was taken on another torch
+    than this run's: a failure it causes may be torch's change, not the code's."""
+    from .._torch.versions import torch_version
+
+    running = torch_version()
+    if recorded is None or running is None or recorded == running:
+        return None
+    return f"baseline from torch {recorded}; this run {running}"
 
 
 def baseline_tests(run: RunResults) -> dict[str, BaselineTest]:
