@@ -232,40 +232,42 @@ def _config_now(copy: bool = False) -> dict[str, Any]:
     if not versions.caches_config_reads():
         return dict(config.get_config_copy())  # a deep copy of every value already
     found: dict[str, Any] = getattr(config, "_get_dict")(readonly_values=True)  # noqa: B009
-    entries = getattr(config, "_config", {})
     unset = _unset()
-    for key in _container_keys(found):
+    for key, override in _containers(found, getattr(config, "_config", {})):
         value = found.get(key)
         if isinstance(value, (list, dict, set)):
-            live = _live_override(entries.get(key), value, unset)
+            live = value if override is None else override.get()
+            if live is unset:  # never set nor read as a container to change: the cached read
+                live = value
             found[key] = live.copy() if copy else live
     return found
 
 
-_CONTAINERS: dict[int, tuple[str, ...]] = {}  # the number of keys -> the container keys
+# The number of keys -> each key that holds a container, with its override (below).
+_CONTAINERS: dict[int, tuple[tuple[str, Any], ...]] = {}
 
 
-def _container_keys(found: dict[str, Any]) -> tuple[str, ...]:
-    """The keys of Dynamo's config that hold a list, dict or set (a dozen of some 300),
-    found once: a config module's keys are fixed when it is imported (setting an unknown
-    key raises), and a key's value keeps its kind."""
+def _containers(found: dict[str, Any], entries: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The keys of Dynamo's config that hold a list, dict or set (a dozen of some 300), each
+    with torch's override of it: what a read gives where the user set the key or read the
+    container to change it, as :func:`_config_now` reads it; None where a read gives the cached
+    value (the environment forces the key, or this torch keeps no override). Found once: a
+    config module's keys are fixed when it is imported (setting an unknown key raises), a key's
+    value keeps its kind, and its override and environment are fixed with it."""
     keys = _CONTAINERS.get(len(found))
     if keys is None:
-        kinds = (list, dict, set)
-        keys = _CONTAINERS[len(found)] = tuple(k for k, v in found.items() if isinstance(v, kinds))
+        unset = _unset()
+        pairs = []
+        for key, value in found.items():
+            if isinstance(value, (list, dict, set)):
+                entry = entries.get(key)
+                override = getattr(entry, "user_override", None)
+                forced = getattr(entry, "env_value_force", unset) is not unset
+                if unset is None or not hasattr(override, "get") or forced:
+                    override = None
+                pairs.append((key, override))
+        keys = _CONTAINERS[len(found)] = tuple(pairs)
     return keys
-
-
-def _live_override(entry: Any, cached: Any, unset: object) -> Any:
-    """The value a read of the config key gives now where the user set or read it (torch
-    keeps it as the key's override), else ``cached``; never a read that warns or copies."""
-    override = getattr(entry, "user_override", None)
-    if unset is None or override is None or not hasattr(override, "get"):
-        return cached
-    if getattr(entry, "env_value_force", unset) is not unset:
-        return cached  # the environment forces the value: torch reads that, not the override
-    value = override.get()
-    return cached if value is unset else value
 
 
 @functools.cache
