@@ -65,6 +65,7 @@ class Ledger:
     dirty: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     # code objects the running test holds an entry of (it would not compile them first)
     held: IdentitySet[CodeType] = field(default_factory=IdentitySet)
+    held_stale: bool = False  # held gained a code object, or shown changed, since the copy
     shown: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # with entries kept now
     identity: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # entries match ids
     fixture_codes: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # fixtures' own
@@ -158,7 +159,7 @@ class Ledger:
         if event.limit is not None and not event.refused:  # torch runs it eagerly from now on
             self.limited.setdefault(code, []).append(owner)
             self.lifted.discard(code)
-        self.held.add(code)
+        self._hold(code)
         if not owner.kept:
             self.dirty.add(code)
         return owner
@@ -279,7 +280,7 @@ class Ledger:
             self.owners[entry.guard_manager] = owner
         else:  # a live fixture's entry stays its own, and is this phase's too
             self.sharers.setdefault(entry.guard_manager, []).append(owner)
-        self.held.add(code)
+        self._hold(code)
         self.dirty.add(code)  # the next test finds the offer untaken again
         if self.on_reuse is not None:
             self.on_reuse(owner, made)
@@ -440,14 +441,18 @@ class Ledger:
         # Only what can have changed is looked at again (a suite's codes grow with its tests):
         # what the last test compiled or took, what a fixture's lifetime or use changes, and
         # entries whose guards match objects by identity (they may have died).
-        lift = self._fallbacks() if self.limited else IdentitySet()
-        codes = [*self.dirty, *self.identity, *lift]
+        lift = self._fallbacks() if self.limited else ()
+        codes: list[CodeType] = []
+        for more in (self.dirty, self.identity, lift):
+            if more:  # a look, not a walk: most tests compile and take nothing
+                codes += more
         if using != self.using:
             codes += self.fixture_codes
         if reset:
             codes += self.store
         self.using = using
-        self.dirty = IdentitySet()
+        if self.dirty:
+            self.dirty = IdentitySet()
         self.state_dirty = False
         for code in {id(code): code for code in codes}.values():
             try:
@@ -459,11 +464,17 @@ class Ledger:
             self.installed_examples = self.start_examples()
             dynamic_state.install_examples(self.installed_examples)
         if begins:
-            self.held = self.shown.copy()
-            self.again = IdentityMap()
+            if self.held_stale:  # else held is still what is shown: most tests change neither
+                self.held, self.held_stale = self.shown.copy(), False
+            if self.again:
+                self.again = IdentityMap()
         if restore or changed:
             self.installed_state = dynamic_state.install_code_state(self.start_state())
         return changed
+
+    def _hold(self, code: CodeType) -> None:
+        self.held.add(code)
+        self.held_stale = True
 
     def _arrange(self, code: CodeType, *, lift: bool = False) -> int:
         if code in self.faulted:  # keeping failed once: each test starts it empty
@@ -475,6 +486,7 @@ class Ledger:
             if e.guard_manager in self.owners and entries.entry_alive(e)
         ]
         keep = [e for e in alive if self._visible(e)]
+        self.held_stale = True  # shown may change
         if keep:
             self.shown.add(code)
         else:
