@@ -296,14 +296,13 @@ def compile_switched_off() -> str | None:
     stance); None where it compiles. Where torch is not imported yet, only the environment
     is read (torch reads ``TORCH_COMPILE_DISABLE`` into ``config.disable`` at import). Read
     twice per gated test: attribute look-ups only, no import statement."""
-    variable = os.environ.get("TORCH_COMPILE_DISABLE")
     dynamo = sys.modules.get("torch._dynamo")
     if dynamo is None:
-        return "TORCH_COMPILE_DISABLE=1" if variable == "1" else None
-    if getattr(dynamo.config, "disable", False):
-        return (
-            "TORCH_COMPILE_DISABLE=1" if variable == "1" else "torch._dynamo.config.disable = True"
-        )
+        return "TORCH_COMPILE_DISABLE=1" if os.environ.get("TORCH_COMPILE_DISABLE") == "1" else None
+    if getattr(dynamo.config, "disable", False):  # the environment only names how
+        if os.environ.get("TORCH_COMPILE_DISABLE") == "1":
+            return "TORCH_COMPILE_DISABLE=1"
+        return "torch._dynamo.config.disable = True"
     stance = getattr(getattr(dynamo.eval_frame, "_stance", None), "stance", "default")
     return FORCE_EAGER if stance == "force_eager" else None
 
