@@ -112,6 +112,9 @@ class TestVerdict:
     def note_children(self, children: list[ProcessResult]) -> None:
         """The test's children's records; functions they compiled are not unknown to a
         ``function=`` budget."""
+        if not children and not self.children:  # none then, none now: nothing to work out
+            self.children = children
+            return
         self.children = children
         self.divergence = messages.divergence(children)
         self.elsewhere = frozenset(
