@@ -15,7 +15,7 @@ import pytest
 
 from .model.budget import Budget, BudgetError, Rule
 from .model.markers import budget_from_marks
-from .model.names import MARKERS, PREFIX, relative
+from .model.names import MARKERS, PREFIX
 from .settings import BUDGET_KEY, Settings
 
 # The markers a stashed budget was computed from (their identities), to see a later change.
@@ -72,40 +72,3 @@ def assign_budgets(items: list[pytest.Item], settings: Settings) -> bool:
     if errors:
         raise pytest.UsageError("\n".join(errors))
     return any(item.stash.get(BUDGET_KEY, None) is not None for item in items)
-
-
-def warn_conftest_marks(pytestmark: object, path: str, rootpath: str) -> None:
-    """A ``pytestmark`` in a conftest.py that carries one of the plugin's markers: pytest
-    never applies it. Say so, with the two ways that do gate a directory."""
-    names = sorted({m.name for m in _marks_of(pytestmark)} & set(MARKERS))
-    if not names:
-        return
-    from .warning_types import RecompileMarkerIgnored, warn_at
-
-    warn_at(
-        RecompileMarkerIgnored(
-            f"{PREFIX} pytestmark in {relative(path, rootpath)} carries "
-            f"{', '.join(f'@pytest.mark.{n}' for n in names)}, which pytest never "
-            "applies (it reads pytestmark in test modules only): no test is gated by "
-            "it. To gate a directory, add the marker in that conftest's "
-            "pytest_collection_modifyitems hook, or set the ini option "
-            "recompile_budget for a run over that directory"
-        ),
-        path,
-        _line_of(path, "pytestmark"),
-    )
-
-
-def _marks_of(value: object) -> list[pytest.Mark]:
-    """The marks of a ``pytestmark`` value: one mark (decorator) or a list of them."""
-    found = value if isinstance(value, (list, tuple)) else [value]
-    marks = [getattr(one, "mark", one) for one in found]
-    return [mark for mark in marks if isinstance(mark, pytest.Mark)]
-
-
-def _line_of(path: str, name: str) -> int:
-    try:
-        with open(path, encoding="utf-8") as file:
-            return next((n for n, line in enumerate(file, 1) if line.startswith(name)), 1)
-    except OSError:
-        return 1

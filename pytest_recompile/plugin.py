@@ -5,8 +5,8 @@ Importing this module imports neither torch nor the tracker. The per-test hooks 
 ``--recompile-budget`` / ``recompile_budget`` is set or, after collection, when some test
 carries one of the markers or uses the ``recompiles`` fixture; otherwise the plugin costs one
 pass over the collected items. Every pytest run with the plugin installed reads this module,
-so what only such a run needs (the gate's registration, the fixture's work, the warning for a
-conftest's ``pytestmark``) lives in the modules it imports then.
+so what only such a run needs (the gate's registration, the fixture's work, the wording of the
+warning for a conftest's ``pytestmark``) lives in the modules it imports then.
 """
 
 from __future__ import annotations
@@ -282,13 +282,20 @@ def pytest_make_collect_report(
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """pytest reads ``pytestmark`` in test modules only: one in a conftest.py gates
-    nothing. Say so once per file (:func:`.collection.warn_conftest_marks`)."""
+    nothing. Say so once per file (:func:`.warning_types.warn_conftest_marks`)."""
     for plugin in session.config.pluginmanager.get_plugins():
         path = str(getattr(plugin, "__file__", None) or "")
-        if os.path.basename(path) == "conftest.py" and hasattr(plugin, "pytestmark"):
-            from .collection import warn_conftest_marks
+        if os.path.basename(path) != "conftest.py":
+            continue
+        found = getattr(plugin, "pytestmark", ())  # one mark (a decorator) or a list of them
+        marks = [
+            getattr(m, "mark", m) for m in (found if isinstance(found, (list, tuple)) else [found])
+        ]
+        names = sorted({m.name for m in marks if isinstance(m, pytest.Mark)} & _NAMES)
+        if names:
+            from .warning_types import warn_conftest_marks
 
-            warn_conftest_marks(plugin.pytestmark, path, str(session.config.rootpath))
+            warn_conftest_marks(names, path, str(session.config.rootpath))
 
 
 @pytest.hookimpl(trylast=True)

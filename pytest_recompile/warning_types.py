@@ -7,6 +7,8 @@ import warnings
 
 import pytest
 
+from .model.names import PREFIX, relative
+
 
 class RecompileStateLeak(pytest.PytestWarning):
     """A gated test left torch.compile's stance or Dynamo's config changed."""
@@ -31,3 +33,28 @@ def warn_at(warning: pytest.PytestWarning, filename: str, lineno: int) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("always", category)
             warnings.warn_explicit(warning, category, filename, lineno)
+
+
+def warn_conftest_marks(names: list[str], path: str, rootpath: str) -> None:
+    """The plugin's markers ``names`` in the ``pytestmark`` of the conftest.py at ``path``:
+    pytest never applies them. Say so, with the two ways that do gate a directory."""
+    warn_at(
+        RecompileMarkerIgnored(
+            f"{PREFIX} pytestmark in {relative(path, rootpath)} carries "
+            f"{', '.join(f'@pytest.mark.{n}' for n in names)}, which pytest never "
+            "applies (it reads pytestmark in test modules only): no test is gated by "
+            "it. To gate a directory, add the marker in that conftest's "
+            "pytest_collection_modifyitems hook, or set the ini option "
+            "recompile_budget for a run over that directory"
+        ),
+        path,
+        _line_of(path, "pytestmark"),
+    )
+
+
+def _line_of(path: str, name: str) -> int:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return next((n for n, line in enumerate(file, 1) if line.startswith(name)), 1)
+    except OSError:
+        return 1

@@ -77,6 +77,9 @@ def test_disabled_with_p_no_recompile(run) -> None:
 
 
 def test_no_torch_import_without_flag_ini_or_marker(pytester: pytest.Pytester) -> None:
+    """Nor any module of the plugin beyond its start-up's (every pytest run with the plugin
+    installed loads those, benchmark 1), a conftest's ``pytestmark`` of another marker aside."""
+    pytester.makeconftest("import pytest\n\npytestmark = [pytest.mark.slow]\n")
     pytester.makepyfile(
         """
         import sys
@@ -85,6 +88,14 @@ def test_no_torch_import_without_flag_ini_or_marker(pytester: pytest.Pytester) -
             assert "torch" not in sys.modules
             assert pytestconfig.pluginmanager.has_plugin("recompile")
             assert not pytestconfig.pluginmanager.has_plugin("recompile-gate")
+            loaded = sorted(m for m in sys.modules if m.startswith("pytest_recompile"))
+            assert loaded == [
+                "pytest_recompile",
+                "pytest_recompile.model",
+                "pytest_recompile.model.names",
+                "pytest_recompile.plugin",
+                "pytest_recompile.settings",
+            ]
         """
     )
     result = pytester.runpytest_subprocess(*inner_args("-p", "no:randomly"))
