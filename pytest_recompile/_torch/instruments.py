@@ -4,6 +4,7 @@ structured-trace logger, and the devices."""
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 import sys
@@ -249,11 +250,12 @@ _CONTAINERS: dict[int, tuple[tuple[str, Any], ...]] = {}
 
 def _containers(found: dict[str, Any], entries: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """The keys of Dynamo's config that hold a list, dict or set (a dozen of some 300), each
-    with torch's override of it: what a read gives where the user set the key or read the
-    container to change it, as :func:`_config_now` reads it; None where a read gives the cached
-    value (the environment forces the key, or this torch keeps no override). Found once: a
-    config module's keys are fixed when it is imported (setting an unknown key raises), a key's
-    value keeps its kind, and its override and environment are fixed with it."""
+    with torch's override of it (a ``ContextVar`` made with the key): what a read gives where
+    the user set the key or read the container to change it, as :func:`_config_now` reads it;
+    None where a read gives the cached value (the environment forces the key, or this torch
+    keeps the value itself, not a variable). Found once: a config module's keys are fixed when
+    it is imported (setting an unknown key raises), a key's value keeps its kind, and its
+    variable and environment are fixed with it."""
     keys = _CONTAINERS.get(len(found))
     if keys is None:
         unset = _unset()
@@ -263,8 +265,8 @@ def _containers(found: dict[str, Any], entries: dict[str, Any]) -> tuple[tuple[s
                 entry = entries.get(key)
                 override = getattr(entry, "user_override", None)
                 forced = getattr(entry, "env_value_force", unset) is not unset
-                if unset is None or not hasattr(override, "get") or forced:
-                    override = None
+                if unset is None or not isinstance(override, contextvars.ContextVar) or forced:
+                    override = None  # the value itself (older torch), or none: the cached read
                 pairs.append((key, override))
         keys = _CONTAINERS[len(found)] = tuple(pairs)
     return keys
