@@ -65,7 +65,7 @@ class Ledger:
     dirty: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     # code objects the running test holds an entry of (it would not compile them first)
     held: IdentitySet[CodeType] = field(default_factory=IdentitySet)
-    held_stale: bool = False  # held gained a code object, or shown changed, since the copy
+    held_stale: bool = True  # held gained a code object, or shown changed, since the copy
     shown: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # with entries kept now
     identity: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # entries match ids
     fixture_codes: IdentitySet[CodeType] = field(default_factory=IdentitySet)  # fixtures' own
@@ -486,11 +486,12 @@ class Ledger:
             if e.guard_manager in self.owners and entries.entry_alive(e)
         ]
         keep = [e for e in alive if self._visible(e)]
-        self.held_stale = True  # shown may change
-        if keep:
-            self.shown.add(code)
-        else:
-            self.shown.discard(code)
+        if bool(keep) != (code in self.shown):  # held starts from shown: copied again
+            self.held_stale = True
+            if keep:
+                self.shown.add(code)
+            else:
+                self.shown.discard(code)
         shown = {id(e) for e in keep}
         reusable = [e for e in alive if id(e) not in shown and self._reusable(e) is None]
         offer = reusable[-_OFFERS:][::-1]  # newest first
