@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..model.names import PREFIX
 from .files import OutputFileError, check_writable
 
-if TYPE_CHECKING:  # read at every start-up (settings): the types cost nothing at run time
+if TYPE_CHECKING:  # the types cost nothing at run time
     from ..model.budget import GuardBaseline, Rule
     from ..model.results import BaselineDocument, BaselineTest
     from ..model.run import RunResults
