@@ -299,14 +299,12 @@ def compile_switched_off() -> str | None:
     is read (torch reads ``TORCH_COMPILE_DISABLE`` into ``config.disable`` at import). Read
     twice per gated test: attribute look-ups only, no import statement."""
     dynamo = sys.modules.get("torch._dynamo")
-    if dynamo is None:
-        return "TORCH_COMPILE_DISABLE=1" if os.environ.get("TORCH_COMPILE_DISABLE") == "1" else None
-    if getattr(dynamo.config, "disable", False):  # the environment only names how
-        if os.environ.get("TORCH_COMPILE_DISABLE") == "1":
-            return "TORCH_COMPILE_DISABLE=1"
-        return "torch._dynamo.config.disable = True"
-    stance = getattr(getattr(dynamo.eval_frame, "_stance", None), "stance", "default")
-    return FORCE_EAGER if stance == "force_eager" else None
+    if dynamo is not None and not getattr(dynamo.config, "disable", False):  # it compiles
+        stance = getattr(getattr(dynamo.eval_frame, "_stance", None), "stance", "default")
+        return FORCE_EAGER if stance == "force_eager" else None
+    if os.environ.get("TORCH_COMPILE_DISABLE") == "1":  # off, or before torch's import
+        return "TORCH_COMPILE_DISABLE=1"
+    return None if dynamo is None else "torch._dynamo.config.disable = True"
 
 
 def default_stance() -> bool:
