@@ -24,10 +24,21 @@ _FROM: pytest.StashKey[tuple[int, ...]] = pytest.StashKey()
 # tests share it, and the words and JSON it works out once (a gated suite's thousands of
 # tests hold a handful of budgets, not thousands of objects the garbage collector walks).
 _BUDGETS: dict[str, Budget] = {}
+# The budget of a test without markers or a baseline entry, by the options that decide it.
+_UNMARKED: dict[tuple[object, ...], Budget | None] = {}
+
+
+_NAMES = frozenset(MARKERS)
 
 
 def _marks(item: pytest.Item) -> dict[str, list[pytest.Mark]]:
-    return {name: list(item.iter_markers(name)) for name in MARKERS}
+    """The plugin's marks on the test and its parents, by name, closest first (one walk of
+    its node chain, not one per marker name)."""
+    marks: dict[str, list[pytest.Mark]] = {}
+    for mark in item.iter_markers():
+        if mark.name in _NAMES:
+            marks.setdefault(mark.name, []).append(mark)
+    return marks
 
 
 def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
@@ -37,17 +48,25 @@ def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
     if item.stash.get(_FROM, None) == seen:
         return item.stash[BUDGET_KEY]
     recorded = settings.baseline_counts.get(item.nodeid)
-    budget = budget_from_marks(
-        marks,
-        settings.default,
-        item.nodeid,
-        fullgraph_default=settings.fullgraph,
-        baseline=Rule(recorded, "baseline") if recorded is not None else None,
-        guards_default=settings.max_guards,
-        baseline_guards=settings.baseline_guards.get(item.nodeid),
-    )
-    if budget is not None:  # one object for equal budgets: most tests share one
-        budget = _BUDGETS.setdefault(repr(budget), budget)
+    guards = settings.baseline_guards.get(item.nodeid)
+    plain = not marks and recorded is None and guards is None
+    key = (settings.default, settings.fullgraph, settings.max_guards)
+    if plain and key in _UNMARKED:  # most tests: the run's options alone decide
+        budget = _UNMARKED[key]
+    else:
+        budget = budget_from_marks(
+            marks,
+            settings.default,
+            item.nodeid,
+            fullgraph_default=settings.fullgraph,
+            baseline=Rule(recorded, "baseline") if recorded is not None else None,
+            guards_default=settings.max_guards,
+            baseline_guards=guards,
+        )
+        if budget is not None:  # one object for equal budgets: most tests share one
+            budget = _BUDGETS.setdefault(repr(budget), budget)
+        if plain:
+            _UNMARKED[key] = budget
     item.stash[BUDGET_KEY] = budget
     item.stash[_FROM] = seen
     return budget
