@@ -29,7 +29,7 @@ from .recording.errors import RecompileBudgetExceeded, RecompileGateError, stopp
 from .recording.tracker import RecompileTracker
 from .recording.verdict import TestVerdict, raised
 from .reports.junit import junit_properties
-from .settings import BUDGET_KEY, RUN_KEY, SETTINGS_KEY, Settings
+from .settings import BUDGET_KEY, RUN_KEY, SETTINGS_KEY, Settings, require_torch
 from .testrun import TestRun
 from .wider_fixtures import WiderFixtures, used_fixtures, uses_recompiles
 
@@ -440,12 +440,8 @@ class TraceLogUncaptured:
 
 
 def register_gate(config: pytest.Config, settings: Settings) -> None:
-    """Check torch (without importing it), then register the per-test hooks and, where the
-    session is controlled, the summary."""
-    try:
-        versions.check_version()
-    except versions.TorchUnsupported as exc:
-        raise pytest.UsageError(str(exc)) from None
+    """Check torch (without importing it), then register the per-test hooks."""
+    require_torch()
     worker = hasattr(config, "workerinput")
     # JUnit XML reads the properties (under xdist, on the controller: workers have the option)
     junit = bool(getattr(config.option, "xmlpath", None))
@@ -457,10 +453,6 @@ def register_gate(config: pytest.Config, settings: Settings) -> None:
 
         keeper = TraceKeeper(settings.trace, config, gate.faults)
         config.pluginmanager.register(keeper, "recompile-trace")
-    if not worker:
-        from .session import register_summary
-
-        register_summary(config, settings)
 
 
 def recompiles_fixture(request: pytest.FixtureRequest) -> Generator[RecompileTracker, None, None]:

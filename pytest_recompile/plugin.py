@@ -202,24 +202,45 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKER_LINES:
         config.addinivalue_line("markers", line)
     settings = config.stash[SETTINGS_KEY] = Settings.from_config(config)
-    if settings.gates_every_test:
-        from .gate import register_gate
-
-        register_gate(config, settings)
-    else:
-        register_summary_if_needed(config, settings)
-
-
-def register_summary_if_needed(config: pytest.Config, settings: Settings) -> None:
-    """No default budget: the gate waits for collection to find a marked test
-    (:func:`pytest_collection_modifyitems`); the summary is needed from the start where files
-    are written, durations listed, or xdist workers report to this controller."""
     worker = hasattr(config, "workerinput")
-    xdist_controller = not worker and getattr(config.option, "dist", "no") != "no"
-    if not worker and (xdist_controller or settings.writes_files or settings.durations is not None):
+    if not worker and xdist_controller(config):
+        from .session import register_controller
+
+        register_controller(config, settings)
+    elif settings.gates_every_test:
+        gate_on(config, settings)
+    elif not worker and (settings.writes_files or settings.durations is not None):
+        # No default budget: the gate waits for collection to find a marked test
+        # (pytest_collection_modifyitems); the summary is needed from the start where files
+        # are written or durations listed. xdist workers never write files.
         from .session import register_summary
 
-        register_summary(config, settings)  # xdist workers never write files
+        register_summary(config, settings)
+
+
+def gate_on(config: pytest.Config, settings: Settings) -> None:
+    """The per-test hooks (:func:`.gate.register_gate`) and, where the session is controlled
+    in this process (not an xdist worker), its results and summary."""
+    from .gate import register_gate
+
+    register_gate(config, settings)
+    if not hasattr(config, "workerinput"):
+        from .session import register_summary
+
+        register_summary(config, settings)
+
+
+def xdist_controller(config: pytest.Config) -> bool:
+    """Whether pytest-xdist runs this session's tests in workers: its own rule for
+    registering its controller's session (3.5 to 3.8), read after its
+    ``pytest_cmdline_main`` has turned ``-n`` into ``--dist`` and ``--tx``. Such a process
+    collects and runs no test: :func:`.session.register_controller`."""
+    option = config.option
+    return (
+        getattr(option, "dist", "no") != "no"
+        and bool(getattr(option, "tx", None))
+        and not option.collectonly
+    )
 
 
 @pytest.fixture
@@ -311,9 +332,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             uses = True
             break
     if gated(items, uses, settings) or uses:
-        from .gate import register_gate
-
-        register_gate(config, settings)
+        gate_on(config, settings)
 
 
 def gated(items: list[pytest.Item], uses: bool, settings: Settings) -> bool:

@@ -44,7 +44,7 @@ from .reports.terminal import (
     switched_off_line,
     terminal_lines,
 )
-from .settings import Settings
+from .settings import Settings, require_torch
 
 
 @dataclass
@@ -287,6 +287,34 @@ def stopped_early(session: pytest.Session, exitstatus: int, interrupt: str | Non
             return "errors during collection"
         return "interrupted (pytest.exit or errors during collection)"
     return None
+
+
+def register_controller(config: pytest.Config, settings: Settings) -> None:
+    """A pytest-xdist controller: its workers run the tests and their reports carry the
+    results, so it gets the summary alone, and the gate's modules are never imported here.
+    With a default budget torch is checked as the gate would (one usage error before any
+    worker starts), and :class:`ControllerCheck` makes sure a controller that collects after
+    all still gates its tests."""
+    if settings.gates_every_test:
+        require_torch()
+        config.pluginmanager.register(ControllerCheck(settings), "recompile-controller-check")
+    register_summary(config, settings)
+
+
+class ControllerCheck:
+    """xdist's rule, mirrored by :func:`.plugin.xdist_controller`, said that this process
+    runs no test. Should xdist not have registered its controller's session after all, the
+    tests run here, and the gate is registered before collection."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        config = session.config
+        if not config.pluginmanager.has_plugin("dsession"):
+            from .gate import register_gate
+
+            register_gate(config, self.settings)
 
 
 def register_summary(config: pytest.Config, settings: Settings) -> None:

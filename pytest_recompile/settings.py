@@ -135,6 +135,17 @@ class Settings:
         )
 
 
+def require_torch() -> None:
+    """The gate is asked for: torch missing or too old is a usage error now, before any test
+    runs (read from its metadata; torch is not imported)."""
+    from ._torch import versions
+
+    try:
+        versions.check_version()
+    except versions.TorchUnsupported as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def _default_budget(config: pytest.Config) -> Rule[int] | None:
     """--recompile-budget=N, else the ini option recompile_budget, else None."""
     return _count_option(config, "budget")

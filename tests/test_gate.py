@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from glob import escape as esc
 
 import pytest
@@ -595,6 +596,66 @@ def test_b():
             "2 gated tests, 2 recompiles; 1 broke the gate, 0 hit recompile_limit; "
             "recompiles cost *",
         ]
+    )
+
+
+# Where the gate is registered, as the process that runs pytest sees it at its end.
+WHERE_GATE = """
+import json, sys
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):  # not an xdist worker
+        with open("where.json", "w") as out:
+            json.dump({
+                "imported": "pytest_recompile.gate" in sys.modules,
+                "registered": config.pluginmanager.has_plugin("recompile-gate"),
+            }, out)
+"""
+# A future xdist that does not register its controller's session where our rule says it does:
+# with xdist off, the options alone say "controller", and the tests run in this process.
+FAKE_CONTROLLER = """
+def pytest_cmdline_main(config):
+    config.option.dist, config.option.tx = "load", ["popen"]
+"""
+
+
+@pytest.mark.xdist
+@pytest.mark.parametrize(
+    ("args", "conftest", "here"),
+    [
+        (("-p", "xdist", "-n", "2"), "", False),  # the workers run the tests
+        (("-p", "xdist", "--dist", "load"), "", True),  # no -n: this process runs them
+        (("-p", "xdist", "-n", "2", "--collect-only"), "", True),  # xdist stays out
+        (("-p", "no:xdist"), FAKE_CONTROLLER, True),  # registered at session start
+    ],
+    ids=["controller", "dist-without-workers", "collect-only", "controller-after-all"],
+)
+def test_an_xdist_controller_imports_no_gate(pytester, args, conftest, here) -> None:
+    """A controller runs no test: its start-up imports only the summary's modules. Every
+    process that does run tests gates them, whatever the options said."""
+    pytester.makeconftest(WHERE_GATE + conftest)
+    pytester.makepyfile(
+        test_it=HEADER
+        + DOUBLE
+        + """
+def test_recompiles():
+    double(torch.ones(2)); double(torch.ones(3, 3))
+
+def test_quiet():
+    double(torch.ones(2))
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        *inner_args("-p", "no:randomly", "--recompile-budget", *args)
+    )
+    where = json.loads((pytester.path / "where.json").read_text())
+    assert where == {"imported": here, "registered": here}
+    if "--collect-only" in args:
+        assert result.ret == pytest.ExitCode.OK
+        return
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        ["*= recompile gate =*", "test_it.py::test_recompiles: 1 recompile*, budget 0 *"]
     )
 
 

@@ -334,7 +334,11 @@ def test_installed_torch_has_what_the_gate_reads() -> None:
     assert versions.check_torch().startswith(torch.__version__.split("+")[0])
 
 
-@pytest.mark.parametrize("how", [["--recompile-budget"], []])
+@pytest.mark.parametrize(
+    "how",
+    [["--recompile-budget"], [], ["--recompile-budget", "-p", "xdist", "-n", "2"]],
+    ids=["flag", "markers", "xdist-controller"],  # the controller says so before any worker
+)
 def test_old_torch_with_the_gate_is_an_early_usage_error(run, monkeypatch, how) -> None:
     monkeypatch.setattr(versions, "torch_version", lambda: BELOW)  # the in-process run sees it
     source = "def test_x():\n    pass\n"
