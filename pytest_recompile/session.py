@@ -12,7 +12,7 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,22 +109,18 @@ class SessionResults:
         told += [switched_off_header(off)] if off else []
         return [self.settings.header(), *versions.untested_lines(), *told]
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_report_from_serializable(self, data: Any) -> Generator[None, Any, Any]:
-        """A worker's report: what it carries came as one JSON string (the gate's
-        ``pytest_report_to_serializable``)."""
-        report = yield
-        carried = getattr(report, "recompile", None)
-        if isinstance(carried, str):
-            report.recompile = json.loads(carried)
-        return report
-
+    @pytest.hookimpl(tryfirst=True)  # other plugins' hooks then see what it carries decoded
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if type(report).__name__.lower() != "subtestreport":  # the test's own carry its figures
-            carried: Carried | None = getattr(report, "recompile", None)
-            worker = getattr(getattr(report, "node", None), "workerinput", None)  # xdist's
-            process = str(worker.get("workerid", "")) if isinstance(worker, dict) else ""
-            self.run.add(report.nodeid, report.when, report.outcome, carried, process)
+        kind = type(report)
+        if kind is not pytest.TestReport and kind.__name__.lower() == "subtestreport":
+            return  # a subtest's: the test's own reports carry its figures
+        carried: Carried | None = getattr(report, "recompile", None)
+        if isinstance(carried, str):  # a worker's, as one JSON string (the gate's
+            carried = json.loads(carried)  # pytest_report_to_serializable)
+            setattr(report, "recompile", carried)  # noqa: B010 (not a TestReport field)
+        worker = getattr(getattr(report, "node", None), "workerinput", None)  # xdist's
+        process = str(worker.get("workerid", "")) if isinstance(worker, dict) else ""
+        self.run.add(report.nodeid, report.when, report.outcome, carried, process)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.incomplete = stopped_early(session, exitstatus, self.interrupt)
