@@ -3,10 +3,11 @@
 Importing this module imports neither torch nor the tracker. The per-test hooks live in
 :class:`pytest_recompile.gate.Gate`, imported and registered only when
 ``--recompile-budget`` / ``recompile_budget`` is set or, after collection, when some test
-carries one of the markers or uses the ``recompiles`` fixture; otherwise the plugin costs one
-pass over the collected items. Every pytest run with the plugin installed reads this module,
-so what only such a run needs (the gate's registration, the fixture's work, the wording of the
-warning for a conftest's ``pytestmark``) lives in the modules it imports then.
+carries one of the markers or uses the ``recompiles`` fixture, and never on an xdist
+controller, which runs no test; otherwise the plugin costs one pass over the collected items.
+Every pytest run with the plugin installed reads this module, so what only such a run needs
+(the gate's registration, the fixture's work, the wording of the warning for a conftest's
+``pytestmark``) lives in the modules it imports then.
 """
 
 from __future__ import annotations

@@ -314,7 +314,8 @@ class ControllerCheck:
 
 
 def register_summary(config: pytest.Config, settings: Settings) -> None:
-    """The session's results and summary, registered once (by the gate or, ungated, where
-    files are written, durations listed, or xdist workers report to this controller)."""
+    """The session's results and summary, registered once: with the gate
+    (:func:`.plugin.gate_on`), on an xdist controller (:func:`register_controller`), or,
+    ungated, where files are written or durations listed."""
     if not config.pluginmanager.has_plugin("recompile-summary"):
         config.pluginmanager.register(SessionResults(settings), "recompile-summary")
