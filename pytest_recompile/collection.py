@@ -28,15 +28,12 @@ _BUDGETS: dict[str, Budget] = {}
 _UNMARKED: dict[tuple[object, ...], Budget | None] = {}
 
 
-_NAMES = frozenset(MARKERS)
-
-
 def _marks(item: pytest.Item) -> dict[str, list[pytest.Mark]]:
     """The plugin's marks on the test and its parents, by name, closest first (one walk of
     its node chain, not one per marker name)."""
     marks: dict[str, list[pytest.Mark]] = {}
     for mark in item.iter_markers():
-        if mark.name in _NAMES:
+        if mark.name in MARKERS:
             marks.setdefault(mark.name, []).append(mark)
     return marks
 

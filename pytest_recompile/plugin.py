@@ -233,7 +233,7 @@ def gate_on(config: pytest.Config, settings: Settings) -> None:
 
 def xdist_controller(config: pytest.Config) -> bool:
     """Whether pytest-xdist runs this session's tests in workers: its own rule for
-    registering its controller's session (3.5 to 3.8), read after its
+    registering its controller's session (every 3.x release), read after its
     ``pytest_cmdline_main`` has turned ``-n`` into ``--dist`` and ``--tx``. Such a process
     collects and runs no test: :func:`.session.register_controller`."""
     option = config.option

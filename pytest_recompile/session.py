@@ -2,8 +2,8 @@
 to the JSON report, the Markdown summary and the baseline, and printed as the terminal summary.
 
 Registered only where the session is controlled (xdist workers never write files): with the
-gate, or before collection where a marked test may turn it on (an xdist controller, a run that
-writes files). Importing this module imports no torch.
+gate, on an xdist controller (which runs no test, and gets this alone), or before collection
+where files are written or durations listed. Importing this module imports no torch.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class SessionResults:
         told += [switched_off_header(off)] if off else []
         return [self.settings.header(), *versions.untested_lines(), *told]
 
-    @pytest.hookimpl(tryfirst=True)  # other plugins' hooks then see what it carries decoded
+    @pytest.hookimpl(tryfirst=True)  # later plain hooks (reportlog, ...) see it decoded
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         kind = type(report)
         if kind is not pytest.TestReport and kind.__name__.lower() == "subtestreport":
@@ -287,10 +287,10 @@ def stopped_early(session: pytest.Session, exitstatus: int, interrupt: str | Non
 
 def register_controller(config: pytest.Config, settings: Settings) -> None:
     """A pytest-xdist controller: its workers run the tests and their reports carry the
-    results, so it gets the summary alone, and the gate's modules are never imported here.
-    With a default budget torch is checked as the gate would (one usage error before any
-    worker starts), and :class:`ControllerCheck` makes sure a controller that collects after
-    all still gates its tests."""
+    results, so it gets the summary alone, and the gate's modules are not imported here.
+    Where every test is gated (a default budget or max_guards), torch is checked as the gate
+    would (one usage error before any worker starts), and :class:`ControllerCheck` makes sure
+    that a controller that collects after all still gates its tests."""
     if settings.gates_every_test:
         require_torch()
         config.pluginmanager.register(ControllerCheck(settings), "recompile-controller-check")
