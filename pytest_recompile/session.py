@@ -94,6 +94,8 @@ class SessionResults:
         self.interrupt: str | None = None  # "KeyboardInterrupt", once one arrived
         self.missing: str | None = None  # gated tests without figures, at the end
         self.incomplete: str | None = None  # why the run stopped early, at its end
+        # each report's node id, phase, outcome, what it carries, xdist worker: until the end
+        self.reports: list[tuple[str, str, str, Carried | str | None, str]] = []
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         # xdist stops -x/--maxfail runs with a KeyboardInterrupt of its own that says why.
@@ -109,20 +111,29 @@ class SessionResults:
         told += [switched_off_header(off)] if off else []
         return [self.settings.header(), *versions.untested_lines(), *told]
 
-    @pytest.hookimpl(tryfirst=True)  # later plain hooks (reportlog, ...) see it decoded
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Note the report; it is added to the results at the session's end, as nothing
+        reads them before. An xdist controller handles every worker's reports on the thread
+        that also hands the workers their next tests: decoding and adding each as it came
+        held the workers up (benchmarks/README.md, issue 45's fifth round)."""
         kind = type(report)
         if kind is not pytest.TestReport and kind.__name__.lower() == "subtestreport":
             return  # a subtest's: the test's own reports carry its figures
-        carried: Carried | None = getattr(report, "recompile", None)
-        if isinstance(carried, str):  # a worker's, as one JSON string (the gate's
-            carried = json.loads(carried)  # pytest_report_to_serializable)
-            setattr(report, "recompile", carried)  # noqa: B010 (not a TestReport field)
         worker = getattr(getattr(report, "node", None), "workerinput", None)  # xdist's
         process = str(worker.get("workerid", "")) if isinstance(worker, dict) else ""
-        self.run.add(report.nodeid, report.when, report.outcome, carried, process)
+        carried = getattr(report, "recompile", None)  # a worker's: one JSON string
+        self.reports.append((report.nodeid, report.when, report.outcome, carried, process))
+
+    def add_reports(self) -> None:
+        """The reports noted, in the order they came, added to the results."""
+        reports, self.reports = self.reports, []
+        for nodeid, when, outcome, carried, process in reports:
+            if isinstance(carried, str):  # sent by a worker (the gate's
+                carried = json.loads(carried)  # pytest_report_to_serializable)
+            self.run.add(nodeid, when, outcome, carried, process)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.add_reports()
         self.incomplete = stopped_early(session, exitstatus, self.interrupt)
         self.missing = missing_text(self.run.missing())
         run = self.run
