@@ -359,11 +359,7 @@ def test_typo():
     )
 
 
-def test_each_rerun_attempt_reports_its_own_figures(run) -> None:
-    pytest.importorskip("pytest_rerunfailures")
-    result = run(
-        SHARED
-        + """
+FLAKY = """
 attempts = []
 
 def test_flaky():
@@ -371,7 +367,13 @@ def test_flaky():
     shared(torch.ones(2))
     if len(attempts) == 1:
         shared(torch.ones(2, 2))
-""",
+"""
+
+
+def test_each_rerun_attempt_reports_its_own_figures(run) -> None:
+    pytest.importorskip("pytest_rerunfailures")
+    result = run(
+        SHARED + FLAKY,
         "--recompile-budget",
         *("-p", "rerunfailures", "--reruns=1"),
         "--recompile-report=r.json",
@@ -385,6 +387,21 @@ def test_flaky():
     junit = Path("j.xml").read_text()
     values = [part.split('"', 1)[0] for part in junit.split('name="recompiles" value="')[1:]]
     assert values == ["1", "0"]
+
+
+def test_a_rerun_under_xdist_reports_its_last_attempt(pytester: pytest.Pytester) -> None:
+    """The controller adds its workers' reports to the results at the session's end, in the
+    order they came: a rerun's last attempt is the test's result, as in one process."""
+    pytest.importorskip("pytest_rerunfailures")
+    pytester.makepyfile(test_it=HEADER + SHARED + FLAKY)
+    result = pytester.runpytest_subprocess(
+        *inner_args("-p", "xdist", "-n", "2", "-p", "no:randomly", "--recompile-budget"),
+        *("-p", "rerunfailures", "--reruns=1", "--recompile-report=r.json"),
+    )
+    result.stdout.fnmatch_lines(["*1 passed, 1 rerun*"])
+    (test,) = read_json(str(pytester.path / "r.json"))["tests"]
+    assert (test["outcome"], test["recompiles"], test["violations"]) == ("passed", 0, [])
+    result.stdout.fnmatch_lines(["1 gated test, 0 recompiles; 0 broke the gate*"])
 
 
 def test_subtests_final_report_has_all_compiles(run) -> None:
