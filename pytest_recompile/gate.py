@@ -440,7 +440,11 @@ class TraceLogUncaptured:
 
 
 def register_gate(config: pytest.Config, settings: Settings) -> None:
-    """Check torch (without importing it), then register the per-test hooks."""
+    """Check torch (without importing it), then register the per-test hooks, once: xdist's
+    looponfail child and plugins that collect again call ``pytest_collection_modifyitems``
+    twice, where a marker-only run registers the gate."""
+    if config.pluginmanager.has_plugin("recompile-gate"):
+        return
     require_torch()
     worker = hasattr(config, "workerinput")
     # JUnit XML reads the properties (under xdist, on the controller: workers have the option)

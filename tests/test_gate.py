@@ -686,3 +686,39 @@ def test_twice():
     )
     result.assert_outcomes(passed=1, failed=1)
     assert (pytester.path / "kept.txt").read_text() == "[]"
+
+
+def test_collection_hooks_called_twice_register_the_gate_once(run, pytester) -> None:
+    """xdist's looponfail child (``-f``) and plugins that collect again call
+    ``pytest_collection_modifyitems`` twice in one session: a marker-only run registers the
+    gate once, and its marked test is gated as before."""
+    pytester.makeconftest(
+        """
+def pytest_collection_finish(session):
+    if not getattr(session, "collected_again", False):
+        session.collected_again = True
+        session.config.hook.pytest_collection_modifyitems(
+            session=session, config=session.config, items=session.items
+        )
+"""
+    )
+    result = run(
+        DOUBLE
+        + """
+@pytest.mark.max_recompiles(0)
+def test_marked():
+    double(torch.ones(2))
+    double(torch.ones(3, 3))
+
+def test_plain():
+    double(torch.ones(4, 4, 4))
+""",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*= recompile gate =*",
+            "test_it.py::test_marked: 1 recompile*, budget 0 (@max_recompiles(0))",
+            "1 gated test, 1 recompile; 1 broke the gate*",
+        ]
+    )
