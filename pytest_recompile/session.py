@@ -121,7 +121,7 @@ class SessionResults:
             return  # a subtest's: the test's own reports carry its figures
         worker = getattr(getattr(report, "node", None), "workerinput", None)  # xdist's
         process = str(worker.get("workerid", "")) if isinstance(worker, dict) else ""
-        carried = getattr(report, "recompile", None)  # a worker's: one JSON string
+        carried = getattr(report, "recompile", None)  # from a worker: one JSON string
         self.reports.append((report.nodeid, report.when, report.outcome, carried, process))
 
     def add_reports(self) -> None:
