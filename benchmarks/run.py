@@ -494,7 +494,7 @@ def write_transformer_suite(root: Path, tests: int, backend: str, *, kind: str) 
 def write_fast_suite(root: Path, tests: int) -> None:
     """``tests`` fast tests, eager backend, of three kinds in turn: a module fixture's warmed
     compiled function, a module-level compiled function, and a function each test defines and
-    compiles (one code object for all: torch compiles it once)."""
+    compiles (a code object of each test's own: torch compiles it once, in that test)."""
     head = textwrap.dedent(
         """
         import pytest
