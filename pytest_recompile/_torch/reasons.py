@@ -14,13 +14,13 @@ from typing import NamedTuple
 
 from ..model.guards import (
     FRAMEWORK_KINDS,
-    LIBRARY_FOLDERS,
     ROOT_SOURCE,
     InstalledGuard,
     Reason,
     SourceLine,
     normalise_kind,
 )
+from ..model.names import LIBRARY_FOLDERS
 
 _STDLIB = os.path.dirname(os.__file__)
 

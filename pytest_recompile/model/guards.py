@@ -154,10 +154,6 @@ def kind_matches(kinds: frozenset[str], kind: str, detail: str | None) -> bool:
 
 # -- values: reasons and the lines they name ---------------------------------------------
 
-# Files that are not the user's own: installed packages (the standard library too, see
-# _torch/reasons.py's library_file).
-LIBRARY_FOLDERS = ("site-packages", "dist-packages")
-
 
 @dataclass(frozen=True)
 class SourceLine:

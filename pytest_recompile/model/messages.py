@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .guards import LIBRARY_FOLDERS, hint_for, label_for
+from .guards import hint_for, label_for
 from .judge import Violation
 from .names import PREFIX, relative
 from .records import FunctionRecord
@@ -189,12 +189,7 @@ def line_to_change(reason: ReasonResult) -> SourceLineResult | None:
 
 
 def source_location(site: SourceLineResult, root: str | None = None) -> str:
-    """``file:line`` of a source line: an installed package's file from its package folder
-    on (``torch/nn/modules/dropout.py:73``), any other relative to ``root`` when under it."""
-    path = site["file"].replace("\\", "/")
-    for folder in LIBRARY_FOLDERS:
-        if f"/{folder}/" in path:
-            return f"{path.rpartition(f'/{folder}/')[2]}:{site['line']}"
+    """``file:line`` of a source line, as :func:`.names.relative` shows every path."""
     return location(site["file"], site["line"], root)
 
 

@@ -4,6 +4,7 @@ and :func:`relative`, the one way every layer shows a path."""
 from __future__ import annotations
 
 import os
+import sys
 
 PREFIX = "pytest-recompile:"  # every message of the plugin starts so
 
@@ -73,14 +74,43 @@ HEADROOM = 2  # the suggested recompile_limit: this many times the most entries 
 
 
 def relative(path: str, root: str | None = None) -> str:
-    """``path`` relative to ``root`` (default: the working directory) when inside it, with
-    ``/`` separators; otherwise as given (another drive on Windows included)."""
+    """``path`` as every output shows it and every report stores it, the same from any
+    checkout path: an installed package's file from its package folder on
+    (``torch/nn/modules/module.py``), a file under ``root`` (default: the working directory)
+    relative to it, other code by its importable path (relative to the ``sys.path`` folder
+    that holds it), with ``/`` separators; anything else as given. A relative path is taken
+    as already shown so (a report's), and returned as it is."""
+    shown = path.replace("\\", "/")
+    if not os.path.isabs(path):
+        return shown
+    for folder in LIBRARY_FOLDERS:
+        if f"/{folder}/" in shown:
+            return shown.rpartition(f"/{folder}/")[2]
+    base = root or os.getcwd()
+    inside = _inside(path, base)
+    if inside is not None:
+        return inside
+    # The longest sys.path folder that holds it and is not above the root (the standard
+    # library's folder, a path a test suite added).
+    folders = sorted(
+        (entry for entry in sys.path if os.path.isabs(entry) and _inside(base, entry) is None),
+        key=len,
+        reverse=True,
+    )
+    return next((found for f in folders if (found := _inside(path, f)) is not None), path)
+
+
+LIBRARY_FOLDERS = ("site-packages", "dist-packages")  # where installed packages live
+
+
+def _inside(path: str, folder: str) -> str | None:
+    """``path`` relative to ``folder`` (``/`` separators) when inside it, else None."""
     try:
-        rel = os.path.relpath(path, root or os.getcwd())
+        rel = os.path.relpath(path, folder)
     except ValueError:  # another drive on Windows
-        return path
+        return None
     if rel == os.pardir or rel.startswith(os.pardir + os.sep):
-        return path
+        return None
     return rel.replace(os.sep, "/")
 
 
