@@ -174,17 +174,9 @@ def _run(args: argparse.Namespace) -> int:
                     f"{PROG} combine -o base.json BASE-SHARDS... (and the same for head)"
                 )
             return _compare(args, *(_compiled(path) for path in (args.base, args.head)))
-        run = _combined(args.inputs)
         if command == "combine":
-            from .reports.files import write_json_atomic
-            from .reports.json_report import report_document
-
-            write_json_atomic(args.output, report_document(run), rows=True)
-            print(
-                f"{PROG} combine: {len(args.inputs)} reports, {len(run.tests)} tests -> "
-                f"{args.output}"
-            )
-            return 0
+            return _combine(args)
+        run = _combined(args.inputs)
         if command == "report":
             return _report(args, run)
         return _baseline(args, run)
@@ -213,6 +205,39 @@ def _combined(paths: list[str]) -> RunResults:
 
     runs = [(path, load_report(path)) for path in paths]
     return runs[0][1] if len(runs) == 1 else combine(runs)
+
+
+def _combine(args: argparse.Namespace) -> int:
+    import os
+
+    from .model.messages import plural
+    from .reports.combine import combine, named, overlaps
+    from .reports.files import write_json_atomic
+    from .reports.json_report import report_document
+
+    output = os.path.realpath(args.output)
+    for path in args.inputs:
+        if os.path.realpath(path) == output:
+            raise ReportError(
+                f"-o {args.output} is one of the inputs: combine would overwrite that "
+                "shard's report; write the combined report to a file of its own"
+            )
+    runs = [(path, load_report(path)) for path in args.inputs]
+    run = combine(runs)  # one input too: a lone shard's tests split off are lost
+    write_json_atomic(args.output, report_document(run), rows=True)
+    print(
+        f"{PROG} combine: {plural(len(runs), 'report')}, {plural(len(run.tests), 'test')} -> "
+        f"{args.output}"
+    )
+    twice = overlaps(runs)
+    if twice:
+        print(
+            f"{PROG} combine: {plural(len(twice), 'test')} ran in more than one input "
+            f"({named(twice)}): shards that overlap, or a rerun"
+        )
+    if run.incomplete is not None:
+        print(f"{PROG} combine: incomplete: {run.incomplete}")
+    return 0
 
 
 def _compare(args: argparse.Namespace, base: RunResults, head: RunResults) -> int:

@@ -204,7 +204,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     settings = config.stash[SETTINGS_KEY] = Settings.from_config(config)
     worker = hasattr(config, "workerinput")
-    if not worker and xdist_controller(config):
+    controller = not worker and xdist_controller(config)
+    if settings.report is not None:  # what ran of what was collected, for combine
+        from .collected import register_collection
+
+        register_collection(config, controller)
+    if controller:
         from .session import register_controller
 
         register_controller(config, settings)

@@ -20,6 +20,7 @@ import pytest
 
 from . import __version__
 from ._torch import caches, instruments, versions
+from .collected import COLLECTION_KEY
 from .model.messages import other_torch, plural
 from .model.names import PREFIX
 from .model.results import Carried, Environment, ReportSettings
@@ -139,6 +140,7 @@ class SessionResults:
         run = self.run
         run.incomplete = self.incomplete or self.missing
         run.environment = {**run_environment(), "devices": []}
+        run.collection = session.config.stash.get(COLLECTION_KEY, None)
         if run.disabled and self.settings.if_disabled == "fail" and exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that gated nothing
         run.created = created_now()

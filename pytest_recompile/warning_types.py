@@ -18,6 +18,10 @@ class RecompileMarkerIgnored(pytest.PytestWarning):
     """A marker of the plugin where pytest never reads it (a conftest's ``pytestmark``)."""
 
 
+class RecompileSplitUnsafe(pytest.PytestWarning):
+    """Shards split from an order each shard shuffles with its own seed (pytest-randomly)."""
+
+
 class RecompileTraceUnread(pytest.PytestWarning):
     """tlparse, on PATH, failed to read a kept structured trace (``--recompile-trace``)."""
 

@@ -333,6 +333,15 @@ class LimitResult(TypedDict):
     partial: bool  # fail-fast stopped recompiles: the entries they would have made are missing
 
 
+class CollectionResult(TypedDict):
+    """What a run collected, and what it ran of it (``#/$defs/collection``): what lets
+    ``combine`` find a test that no shard ran. Node ids, sorted."""
+
+    selected: list[str]  # the tests the run was to run
+    split_off: list[str]  # deselected by a plugin (pytest-split): another shard's to run
+    excluded: list[str]  # deselected by pytest's own selection (-m, -k, --deselect, --lf)
+
+
 class ReportDocument(TypedDict):
     """The JSON report (``report.schema.json``)."""
 
@@ -348,6 +357,7 @@ class ReportDocument(TypedDict):
     fixtures: list[FixtureResult]
     faults: list[str]
     recompile_limit: LimitResult
+    collection: CollectionResult | None  # None: not recorded (reports older than 0.x lack it)
 
 
 class BaselineTest(TypedDict):
@@ -401,6 +411,33 @@ def without_timings(value: Any) -> Any:
     if isinstance(value, list):
         return [without_timings(item) for item in value]
     return value
+
+
+def first_difference(one: Any, other: Any, where: str = "") -> str | None:
+    """Where two values (results, timings already left out) first differ, and both values:
+    ``functions[0].file: 'a.py' against 'b.py'``; None where they are equal."""
+    if isinstance(one, dict) and isinstance(other, dict):
+        for key in sorted({*one, *other}, key=str):
+            inner = f"{where}.{key}" if where else str(key)
+            if key not in one or key not in other:
+                return f"{inner}: {_said(one, key)} against {_said(other, key)}"
+            found = first_difference(one[key], other[key], inner)
+            if found is not None:
+                return found
+        return None
+    if isinstance(one, list) and isinstance(other, list):
+        for index, (mine, theirs) in enumerate(zip(one, other, strict=False)):
+            found = first_difference(mine, theirs, f"{where}[{index}]")
+            if found is not None:
+                return found
+        if len(one) != len(other):
+            return f"{where}: {len(one)} items against {len(other)}"
+        return None
+    return None if one == other else f"{where}: {one!r} against {other!r}"
+
+
+def _said(value: dict[Any, Any], key: Any) -> str:
+    return repr(value[key]) if key in value else "absent"
 
 
 def functions_of(data: TestResult) -> Iterator[tuple[ProcessResult | None, FunctionResult]]:

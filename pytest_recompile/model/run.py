@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from .results import (
     Carried,
+    CollectionResult,
     FixtureResult,
     OutlivedResult,
     ReportEnvironment,
@@ -37,6 +38,7 @@ class RunResults:
     environment: ReportEnvironment | None = None  # None until the run ends (or loaded)
     settings: ReportSettings | None = None
     created: str | None = None  # ISO 8601, UTC
+    collection: CollectionResult | None = None  # what ran of what was collected (a report's)
     # A live session's only (not in the JSON report):
     outcomes: dict[str, str] = field(default_factory=dict)  # nodeid -> this attempt's outcome
     notes: dict[str, None] = field(default_factory=dict)  # features this torch lacks, once each

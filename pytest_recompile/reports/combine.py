@@ -14,14 +14,19 @@ The rules (docs/shards.md):
 - a wider fixture set up the same way in several shards (its module's, its class's, the
   session's) is kept once, as one run sets it up once; set up differently, each is kept;
 - the summary, ``recompile_limit`` and durations are computed over all the shards' tests and
-  fixtures, exactly as for one run; a shard that stopped early makes the result incomplete.
+  fixtures, exactly as for one run; a shard that stopped early makes the result incomplete;
+- the shards' collections (what each collected, ran and deselected) make one: shards that a
+  plugin split (pytest-split) collected the same tests, and a test a plugin split off that no
+  shard ran is lost, which makes the result incomplete, naming it. A test that ran in several
+  shards is said (:func:`overlaps`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..model.results import without_timings
+from ..model.messages import plural
+from ..model.results import CollectionResult, first_difference, without_timings
 from ..model.run import RunResults
 from .json_report import ReportError, created_now
 
@@ -79,10 +84,14 @@ def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
             if known is not None and _same(known, (outcome, data)):
                 continue  # the same results (timings aside): kept once
             if known is not None and known[0] not in FAILED:
+                differs = first_difference(
+                    {"outcome": known[0], **without_timings(known[1])},
+                    {"outcome": outcome, **without_timings(data)},
+                )
                 raise CombineError(
-                    f"test {nodeid} is in {source[nodeid]} ({_said(known)}) and in {path} "
-                    f"({_said((outcome, data))}): a test may be in two inputs only with "
-                    "the same results, or as a rerun after a failed attempt"
+                    f"test {nodeid} is in {source[nodeid]} and in {path} with other results "
+                    f"({differs}, in that order): a test may be in two inputs only with the "
+                    "same results, or as a rerun after a failed attempt"
                 )
             tests[nodeid], source[nodeid] = (outcome, data), path  # first, or a rerun
         combined.add_fixtures(run.fixtures, f"{index}: {path}")
@@ -91,14 +100,70 @@ def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
         if run.incomplete is not None:
             incomplete.append(f"{path}: {run.incomplete}")
     combined.tests = {nodeid: tests[nodeid] for nodeid in sorted(tests)}
+    combined.collection = collection(inputs)
+    lost = combined.collection["split_off"] if combined.collection else []
+    if lost:
+        incomplete.append(f"{plural(len(lost), 'test')} collected ran in no shard ({named(lost)})")
     combined.incomplete = "; ".join(incomplete) or None
     return combined
 
 
+def collection(inputs: list[tuple[str, RunResults]]) -> CollectionResult | None:
+    """The shards' collections as one run's: every test any ran, those split off that none
+    ran (lost), those pytest's own selection left out of every shard; None where an input
+    did not record its collection. Shards of one split must have collected the same tests."""
+    records = [(path, run.collection) for path, run in inputs]
+    split: list[tuple[str, CollectionResult]] = [
+        (path, found) for path, found in records if found is not None and found["split_off"]
+    ]
+    for path, found in split[1:]:
+        first_path, first = split[0]
+        mine, theirs = _collected(found), _collected(first)
+        if mine != theirs:
+            test, by, not_by = (
+                (min(mine - theirs), path, first_path)
+                if mine - theirs
+                else (min(theirs - mine), first_path, path)
+            )
+            raise CombineError(
+                f"{by} collected {test}, {not_by} did not: shards of one split collect the "
+                "same tests (the same commit, paths and options); combine the shards of one "
+                "split"
+            )
+    selected: set[str] = set()
+    split_off: set[str] = set()
+    excluded: set[str] = set()
+    for _, record in records:
+        if record is None:
+            return None
+        selected.update(record["selected"])
+        split_off.update(record["split_off"])
+        excluded.update(record["excluded"])
+    return {
+        "selected": sorted(selected),
+        "split_off": sorted(split_off - selected),
+        "excluded": sorted(excluded - selected - split_off),
+    }
+
+
+def overlaps(inputs: list[tuple[str, RunResults]]) -> list[str]:
+    """The tests that more than one input ran (shards that overlap, or a rerun)."""
+    seen: dict[str, int] = {}
+    for _, run in inputs:
+        for nodeid in run.collection["selected"] if run.collection else ():
+            seen[nodeid] = seen.get(nodeid, 0) + 1
+    return sorted(nodeid for nodeid, count in seen.items() if count > 1)
+
+
+def named(nodeids: list[str], most: int = 3) -> str:
+    """The first few node ids, and how many more."""
+    more = len(nodeids) - most
+    return ", ".join(nodeids[:most]) + (f" and {more} more" if more > 0 else "")
+
+
+def _collected(found: CollectionResult) -> set[str]:
+    return {*found["selected"], *found["split_off"], *found["excluded"]}
+
+
 def _same(one: tuple[str, Any], other: tuple[str, Any]) -> bool:
     return one[0] == other[0] and without_timings(one[1]) == without_timings(other[1])
-
-
-def _said(attempt: tuple[str, Any]) -> str:
-    outcome, data = attempt
-    return f"{outcome}, {data['recompiles']} recompiles, {len(data['violations'])} broken rules"

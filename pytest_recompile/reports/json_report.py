@@ -29,8 +29,9 @@ REPORT_VERSION = 1
 
 def report_document(run: RunResults, root: str | None = None) -> ReportDocument:
     """The JSON report of ``run`` (see report.schema.json), which :func:`load_report` reads
-    back into a :class:`RunResults`; ``root``: the rootdir, which the files of guard sites
-    are written relative to (when under it)."""
+    back into a :class:`RunResults`; ``root``: the rootdir. Every file is written as
+    :func:`.names.relative` shows it, so that reports of two checkout paths (CI agents,
+    shards) name each function alike."""
     assert run.environment is not None, "set at the run's end, or loaded"
     assert run.settings is not None
     assert run.created is not None
@@ -38,10 +39,8 @@ def report_document(run: RunResults, root: str | None = None) -> ReportDocument:
         {"nodeid": nodeid, "outcome": run.tests[nodeid][0], **run.tests[nodeid][1]}
         for nodeid in sorted(run.tests)
     ]
-    fixtures = run.fixtures
-    if root is not None:
-        tests = relative_sites(tests, root)
-        fixtures = relative_sites(fixtures, root)
+    tests = portable_files(tests, root)
+    fixtures = portable_files(run.fixtures, root)
     devices = sorted({t["device"] for t in tests if t["device"]} | set(run.environment["devices"]))
     incomplete = run.incomplete
     return {
@@ -73,22 +72,21 @@ def report_document(run: RunResults, root: str | None = None) -> ReportDocument:
         "tests": tests,
         "fixtures": sorted(fixtures, key=lambda f: (f["node"], f["name"])),
         "faults": list(run.faults),
-        "recompile_limit": limit_need(run),
+        "recompile_limit": portable_files(limit_need(run), root),
+        "collection": run.collection,
     }
 
 
-def relative_sites(value: Any, root: str) -> Any:
-    """``value`` with the file of each guard's source line (a reason's ``site`` and
-    ``own_site``) relative to ``root`` when under it: a report compares across checkouts."""
+def portable_files(value: Any, root: str | None) -> Any:
+    """``value`` with every ``file`` in it (a function's, a graph break's, a guard's source
+    line, where fail-fast stopped) as :func:`.names.relative` shows it."""
     if isinstance(value, list):
-        return [relative_sites(item, root) for item in value]
+        return [portable_files(item, root) for item in value]
     if not isinstance(value, dict):
         return value
-    found = {key: relative_sites(item, root) for key, item in value.items()}
-    for key in ("site", "own_site"):
-        site = found.get(key)
-        if isinstance(site, dict) and "raw" in found and isinstance(site.get("file"), str):
-            found[key] = {**site, "file": relative(site["file"], root)}
+    found = {key: portable_files(item, root) for key, item in value.items()}
+    if isinstance(found.get("file"), str):
+        found["file"] = relative(found["file"], root)
     return found
 
 
@@ -177,4 +175,5 @@ def from_document(document: ReportDocument) -> RunResults:
         settings=settings,
         disabled=dict.fromkeys(reported.get("compile_disabled") or ()),
         created=document["created"],
+        collection=document.get("collection"),  # a report written before it was recorded
     )

@@ -14,6 +14,7 @@ import pytest
 from snippets import inner_args, keeps_entries
 
 from pytest_recompile.__main__ import main
+from pytest_recompile.model.messages import plural
 from pytest_recompile.model.results import without_timings
 from pytest_recompile.reports.baseline import PRUNE_HINT
 from pytest_recompile.reports.json_report import NOT_A_REPORT, REPORT_VERSION
@@ -300,8 +301,8 @@ def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
                 lambda r: r["tests"][0].update(recompiles=r["tests"][0]["recompiles"] + 1),
                 "twice.json",
             ),
-            "test a/test_a.py::test_a_clean is in s1.json (passed, 0 recompiles, 0 broken "
-            "rules) and in twice.json (passed, 1 recompiles, 0 broken rules)",
+            "test a/test_a.py::test_a_clean is in s1.json and in twice.json with other "
+            "results (recompiles: 0 against 1, in that order)",
         ),
     ],
     ids=[
@@ -520,3 +521,149 @@ def test_an_update_keeps_the_entries_of_skipped_tests(
     # The same from the lane's report: a skipped test is no reason to refuse.
     assert cli("baseline", "b.json", "cpu.json") == 0
     assert "0 added, 5 replaced, 0 removed; kept 2 entries" in capsys.readouterr().out
+
+
+def checkout(at: Path) -> Path:
+    """The two-directory suite checked out at ``at``, as a CI agent checks out a repository
+    into a path of its own (a ``pytest.ini`` makes it the rootdir, as a project's does)."""
+    for folder, suite_text in (("a", SUITE_A), ("b", SUITE_B)):
+        (at / folder).mkdir(parents=True)
+        (at / folder / f"test_{folder}.py").write_text(textwrap.dedent(suite_text))
+    (at / "pytest.ini").write_text("[pytest]\n")
+    return at
+
+
+@ISOLATED_COUNTS
+@pytest.mark.subprocess
+@pytest.mark.xdist
+def test_shards_from_three_checkout_paths_combine_into_the_whole_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Buildkite, Jenkins and GitLab agents each check out into a path of their own: three
+    pytest-split shards from three paths, two of them under ``-n 2``, combine into the
+    report of one run from a fourth path (function files and all), and render alike
+    outside any checkout."""
+    out = pytester.path
+    paths = ["builds/agent-3/repo", "var/lib/jenkins/ws-7", "home/runner/work/repo"]
+    for group, (path, workers) in enumerate(
+        zip(paths, ([], ["-n", "2"], ["-n", "2"]), strict=True), 1
+    ):
+        monkeypatch.chdir(checkout(out / path))
+        split = ("-p", "pytest_split.plugin", "--splits", "3", "--group", str(group))
+        shard = pytester.runpytest_subprocess(
+            *inner_args(
+                "-p", "xdist", *workers, *split, *GATE, f"--recompile-report={out}/s{group}.json"
+            )
+        )
+        assert shard.parseoutcomes()["passed"] == 2, shard.stdout.str()
+    monkeypatch.chdir(checkout(out / "whole"))
+    pytester.runpytest_subprocess(*inner_args(*GATE, f"--recompile-report={out}/full.json"))
+    monkeypatch.chdir(out)  # the gate job: no checkout
+    capsys.readouterr()  # what the runs printed
+
+    assert cli("combine", "-o", "all.json", "s1.json", "s2.json", "s3.json") == 0
+    assert capsys.readouterr().out == "pytest-recompile combine: 3 reports, 6 tests -> all.json\n"
+    combined, whole = report(out / "all.json"), report(out / "full.json")
+    assert combined == whole
+    files = {fn["file"] for test in whole["tests"] for fn in test["functions"]}
+    assert files == {"a/test_a.py", "b/test_b.py"}
+    assert cli("compare", "full.json", "all.json") == 0
+    assert capsys.readouterr().out.endswith("verdict: no change\n")
+    for name in ("all", "full"):
+        timed = json.loads((out / f"{name}.json").read_text())
+        (out / f"{name}-untimed.json").write_text(json.dumps(untimed(timed)))
+    for fmt in ("markdown", "text"):
+        assert cli("report", "all-untimed.json", f"--format={fmt}") == 0
+        shown = capsys.readouterr().out
+        assert cli("report", "full-untimed.json", f"--format={fmt}") == 0
+        assert shown == capsys.readouterr().out, fmt
+        assert str(out) not in shown  # no absolute path of any checkout
+
+
+@ISOLATED_COUNTS
+@pytest.mark.subprocess
+def test_shards_that_shuffle_apart_lose_tests_and_combine_names_them(
+    suite: Any, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pytest-randomly shuffles before pytest-split splits: with a seed of its own in each
+    shard (here given, so that the loss is the same in every run of this test), the shards
+    overlap and lose tests. combine names the tests lost and those run twice, and the
+    combined report is not a clean pass. A shard that leaves the seed to chance is warned."""
+    for group, seed in ((1, 4), (2, 1), (3, 1)):
+        suite(
+            "-p", "randomly", f"--randomly-seed={seed}", "-p", "pytest_split.plugin",
+            "--splits", "3", "--group", str(group), "--recompile-budget=0",
+            "--recompile-mode=report-only", f"--recompile-report=s{group}.json", fresh=True,
+        )  # fmt: skip
+    chance = suite(
+        "-p", "randomly", "-p", "pytest_split.plugin", "--splits", "3", "--group", "1",
+        "--recompile-budget=0", "--recompile-report=chance.json",
+    )  # fmt: skip
+    chance.stdout.fnmatch_lines(
+        ["*RecompileSplitUnsafe: pytest-recompile: the tests are split into shards while *"]
+    )
+    capsys.readouterr()
+    runs = [json.loads((pytester.path / f"s{g}.json").read_text()) for g in (1, 2, 3)]
+    ran = [set(r["collection"]["selected"]) for r in runs]
+    collected = ran[0] | set(runs[0]["collection"]["split_off"])
+    lost, twice = (
+        collected - set.union(*ran),
+        {t for t in collected if sum(t in r for r in ran) > 1},
+    )
+    assert lost, ran  # these seeds do lose tests (else pick others)
+    assert twice, ran
+
+    assert cli("combine", "-o", "all.json", "s1.json", "s2.json", "s3.json") == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[1].startswith(f"pytest-recompile combine: {plural(len(twice), 'test')} ran in more")
+    assert said[2].startswith(
+        f"pytest-recompile combine: incomplete: {plural(len(lost), 'test')} collected ran in no "
+        f"shard ({min(lost)}"
+    )
+    combined = json.loads((pytester.path / "all.json").read_text())
+    assert combined["complete"] is False
+    assert combined["collection"]["split_off"] == sorted(lost)
+    assert cli("report", "all.json") == 1  # the gate: not a clean pass
+
+    # The same seed in every shard: one order, one split, nothing lost, nothing warned.
+    for group in (1, 2, 3):
+        shard = suite(
+            "-p", "randomly", "--randomly-seed=7", "-p", "pytest_split.plugin", "--splits", "3",
+            "--group", str(group), "--recompile-budget=0", "--recompile-mode=report-only",
+            f"--recompile-report=t{group}.json",
+        )  # fmt: skip
+        assert "RecompileSplitUnsafe" not in shard.stdout.str()
+    capsys.readouterr()
+    assert cli("combine", "-o", "same.json", "t1.json", "t2.json", "t3.json") == 0
+    assert capsys.readouterr().out == "pytest-recompile combine: 3 reports, 6 tests -> same.json\n"
+
+
+def test_combine_refuses_to_write_over_an_input(
+    shards: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = (shards / "s1.json").read_text()
+    assert cli("combine", "-o", "./s1.json", "s1.json", "s2.json") == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "pytest-recompile combine: -o ./s1.json is one of the inputs: combine would overwrite "
+        "that shard's report; write the combined report to a file of its own\n"
+    )
+    assert (shards / "s1.json").read_text() == before
+
+
+def test_shards_of_one_split_must_collect_the_same_tests(
+    shards: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def split(selected: list[str], split_off: list[str]) -> Any:
+        return lambda r: r.update(
+            collection={"selected": selected, "split_off": split_off, "excluded": []}
+        )
+
+    edited(shards / "s1.json", split(["a/t.py::x"], ["a/t.py::y"]), "one.json")
+    edited(shards / "s2.json", split(["a/t.py::y"], ["a/t.py::x", "a/t.py::z"]), "two.json")
+    assert cli("combine", "-o", "out.json", "one.json", "two.json") == 2
+    assert capsys.readouterr().err == (
+        "pytest-recompile combine: two.json collected a/t.py::z, one.json did not: shards of "
+        "one split collect the same tests (the same commit, paths and options); combine the "
+        "shards of one split\n"
+    )
