@@ -451,12 +451,13 @@ class Ledger:
         if reset:
             codes += self.store
         self.using = using
-        if self.dirty:
+        compiled = self.dirty
+        if compiled:
             self.dirty = IdentitySet()
         self.state_dirty = False
         for code in {id(code): code for code in codes}.values():
             try:
-                changed += self._arrange(code, lift=code in lift)
+                changed += self._arrange(code, lift=code in lift, compiled=code in compiled)
             except Exception as exc:  # contained: this code object starts empty instead
                 changed += 1
                 self._fault(code, exc)
@@ -476,7 +477,12 @@ class Ledger:
         self.held.add(code)
         self.held_stale = True
 
-    def _arrange(self, code: CodeType, *, lift: bool = False) -> int:
+    def _arrange(self, code: CodeType, *, lift: bool = False, compiled: bool = False) -> int:
+        """Put on ``code`` what the next test would see alone; return 1 where that changed
+        torch's lists. ``compiled``: the last test compiled ``code``, so torch may have
+        decided about it beyond its entries (a frame in which it found no graph is skipped
+        from then on): its lists are emptied and refilled even where the entries are the
+        same, which lifts any such decision, as a fresh process has none."""
         if code in self.faulted:  # keeping failed once: each test starts it empty
             entries.drop_all(code)
             return 1
@@ -516,7 +522,8 @@ class Ledger:
         live = entries.entries(code)
         kept, offers = entries.installed(code)
         same = _ids([*live, *kept]) == _ids(keep) and _ids(list(offers)) == _ids(offer)
-        if same and not lift and entries.cache_entries(code) == len(live):  # none invalidated
+        if same and not lift and not compiled and entries.cache_entries(code) == len(live):
+            # none invalidated
             entries.renew_offers(code)
             return 0
         wanted = _ids([*keep, *offer])
