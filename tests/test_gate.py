@@ -8,7 +8,7 @@ from glob import escape as esc
 import pytest
 from snippets import DOUBLE, HEADER, STEP, assert_totals, inner_args
 
-from pytest_recompile.model.messages import EAGER_FALLBACK, STOPPED
+from pytest_recompile.model.messages import EAGER_FALLBACK, OWN_LIMIT_FIX, STOPPED
 from pytest_recompile.model.names import PREFIX
 
 
@@ -282,6 +282,37 @@ def test_many_steps():
     at_end = run(source, "--recompile-mode=at-end", "-s")
     at_end.assert_outcomes(failed=1)
     at_end.stdout.fnmatch_lines(["*ran to the end*", "    hit recompile_limit (8) 1 time: *"])
+
+
+def test_a_limit_of_the_torch_compile_call_names_that_argument(run) -> None:
+    """torch.compile(..., recompile_limit=2) (torch 2.13 and newer): the message names that
+    limit and its fix that argument, not the global config, which would not help."""
+    import inspect
+
+    import torch
+
+    if "recompile_limit" not in inspect.signature(torch.compile).parameters:
+        pytest.skip("this torch.compile has no recompile_limit argument (2.13 and newer)")
+    result = run(
+        """
+def scale(x, n):
+    return x * n
+
+compiled = torch.compile(scale, backend="eager", dynamic=False, recompile_limit=2)
+
+@pytest.mark.max_recompiles(100)
+def test_many_factors():
+    for n in range(5):
+        compiled(torch.ones(2), n)
+"""
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"{PREFIX} 'scale' hit torch.compile(recompile_limit=2) and {EAGER_FALLBACK}: "
+            f"{OWN_LIMIT_FIX}",
+        ]
+    )
 
 
 def test_no_compile_passes_and_first_compiles_never_fail(run) -> None:

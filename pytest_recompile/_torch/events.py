@@ -253,13 +253,32 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
         is_recompile=recompile,
         reasons=reasons,
         leaf_kinds=guard_tree.failing_leaf_kinds(listed, reasons) if recompile else (),
-        limit=f"{limit_type} ({getattr(config, limit_type)})" if exceeded else None,
+        limit=_limit_said(compile_frame, limit_type, getattr(config, limit_type))
+        if exceeded
+        else None,
         refused=bool(exceeded and (config.fail_on_recompile_limit_hit or loc.get("one_graph"))),
         values=_equals_values(reasons, user_frame) if recompile else {},
         marks=fingerprints.input_marks(user_frame.f_locals) if user_frame is not None else None,
         filtered=backends.hooks_filter_guards(loc.get("hooks")),
         inductor=backends.reads_inductor_config(loc.get("compiler_fn")),
     )
+
+
+def _limit_said(compile_frame: FrameType, limit_type: str, value: object) -> str:
+    """The limit a compile hit, as messages name it: ``recompile_limit (8)``, or, where the
+    limit is the ``torch.compile(..., recompile_limit=N)`` of that call (torch 2.13 and newer
+    patch the config to it around the compile), ``torch.compile(recompile_limit=2)``."""
+    if limit_type == "recompile_limit":
+        frame, depth = compile_frame.f_back, 0
+        while frame is not None and depth < _CALLER_DEPTH:
+            own = getattr(frame.f_locals.get("self"), "_recompile_limit", None)
+            if isinstance(own, int) and own == value:
+                return f"torch.compile(recompile_limit={own})"
+            frame, depth = frame.f_back, depth + 1
+    return f"{limit_type} ({value})"
+
+
+_CALLER_DEPTH = 4  # ConvertFrameAssert.__call__ sits within a few frames of _compile
 
 
 _EQUALS_SOURCE = re.compile(r"^(?:\d+/\d+:\s*)?(?P<source>[\w.\[\]']+) == ")

@@ -66,6 +66,15 @@ LIMIT_FIX = (
     "torch now runs it uncompiled, silently; remove the cause of its recompiles, or "
     "raise torch._dynamo.config.recompile_limit if they are expected"
 )
+OWN_LIMIT_FIX = (  # the limit was the torch.compile call's own (its recompile_limit=)
+    "torch now runs it uncompiled, silently; remove the cause of its recompiles, or "
+    "raise the recompile_limit= of its torch.compile call if they are expected"
+)
+
+
+def limit_fix(limit: str) -> str:
+    """The fix for a hit of ``limit`` (as :mod:`.._torch.events` names it)."""
+    return OWN_LIMIT_FIX if limit.startswith("torch.compile(") else LIMIT_FIX
 
 
 def location(filename: str, lineno: int, root: str | None = None) -> str:
@@ -95,7 +104,7 @@ def violation_message(v: Violation) -> str:
     if v.kind == "limit":
         if v.function is not None and v.function.limit_raised:
             return f"'{fn}' hit {v.source}: {LIMIT_RAISED}; remove the cause of its recompiles"
-        return f"'{fn}' hit {v.source} and {EAGER_FALLBACK}: {LIMIT_FIX}"
+        return f"'{fn}' hit {v.source} and {EAGER_FALLBACK}: {limit_fix(v.source)}"
     if v.kind == "function":
         first = f" ({_first_guard_of(v.function)})" if v.function is not None else ""
         return f"'{fn}' recompiled {plural(v.used, 'time')}{first}, budget {v.allowed} ({v.source})"
