@@ -19,6 +19,12 @@ from typing import Any
 
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
 
+INTEGRAL_FLOAT = (
+    "an integer field is written without a fraction (1, not 1.0): the one place this "
+    "checker is stricter than jsonschema, which takes 1.0 for an integer, since every count "
+    "is shown and summed as a whole number"
+)
+
 Check = Callable[[Any, str], "str | None"]
 """A compiled check: the value and its path in; None, or what does not fit at which path."""
 
@@ -71,6 +77,8 @@ class _Compiler:
             def typed(value: Any, path: str) -> str | None:
                 if any(test(value) for test in tests):
                     return None
+                if "integer" in names and isinstance(value, float) and value.is_integer():
+                    return f"{_at(path)}: expected {said}, got {value!r}: {INTEGRAL_FLOAT}"
                 return f"{_at(path)}: expected {said}, got {_name(value)}"
 
             checks.append(typed)

@@ -14,6 +14,7 @@ from snippets import GUARD_LINES, inner_args
 
 from pytest_recompile.__main__ import main
 from pytest_recompile.reports.json_report import REPORT_VERSION
+from pytest_recompile.reports.schema import INTEGRAL_FLOAT
 
 BASE = """
 import torch
@@ -376,6 +377,11 @@ def _at(data: Any, path: str) -> tuple[Any, str]:
         ("fixtures", None, "fixtures: expected array, got null"),
         ("recompile_limit.suggested", 1.5, "recompile_limit.suggested: expected integer"),
         ("tests.0.recompiles", None, "tests[0].recompiles: expected integer, got null"),
+        (
+            "summary.recompiles",
+            1.0,
+            f"summary.recompiles: expected integer, got 1.0: {INTEGRAL_FLOAT}",
+        ),
     ],
 )
 def test_every_misfit_of_a_real_report_is_one_line_naming_the_field(
@@ -432,3 +438,41 @@ def test_an_incomplete_report_is_said(reports: Path, capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "incomplete: cut.json: stopping after 1 failures" in out
     assert out.splitlines()[-1].endswith("; cut.json covers only the tests that ran (incomplete)")
+
+
+def test_compile_seconds_an_earlier_test_saved_are_no_change(
+    reports: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under ``-n 2`` (or in shards) a test whose first compile an earlier test's answered in
+    the whole run runs in another worker and pays that compile: the seconds reuse saved are
+    counted as the test's own on both sides, so lost reuse is no regression; a real rise is."""
+    base = json.loads((reports / "base.json").read_text())
+    test = base["tests"][0]
+    test.update(compile_seconds=0.25, saved_seconds=3.0, reused=1)
+    (reports / "whole.json").write_text(json.dumps(base))
+    test.update(compile_seconds=3.25, saved_seconds=0.0, reused=0)  # reuse lost, same cost
+    (reports / "workers.json").write_text(json.dumps(base))
+    assert main(["compare", "whole.json", "workers.json"]) == 0
+    assert capsys.readouterr().out.endswith("verdict: no change\n")
+    test.update(compile_seconds=5.25)  # two seconds more than alone: said
+    (reports / "slower.json").write_text(json.dumps(base))
+    main(["compare", "whole.json", "slower.json"])
+    assert f"  compile seconds {3.25:.2f} s -> {5.25:.2f} s" in capsys.readouterr().out.splitlines()
+
+
+def test_an_integral_float_is_where_the_checker_is_stricter_than_jsonschema(
+    reports: Path,
+) -> None:
+    """docs/reports.md: jsonschema takes 1.0 for an integer; the plugin's checker does not,
+    and says why (every other misfit above, jsonschema refuses too)."""
+    import jsonschema
+
+    from pytest_recompile.reports.schema import SCHEMA_FILE, misfit
+
+    data = json.loads((reports / "base.json").read_text())
+    data["summary"]["recompiles"] = float(data["summary"]["recompiles"])
+    jsonschema.validate(data, json.loads(Path(SCHEMA_FILE).read_text()))
+    assert misfit(data) == (
+        f"summary.recompiles: expected integer, got {data['summary']['recompiles']!r}: "
+        f"{INTEGRAL_FLOAT}"
+    )
