@@ -170,7 +170,11 @@ class Gate:
         if owner.kind == "fixture" and event.is_recompile and tracker is not None:
             self.faults.call(self.ledger.note_against, owner, event)
         if tracker is not None:
-            tracker.on_compile(event, again=again)
+            try:
+                tracker.on_compile(event, again=again)
+            except BaseException:  # fail-fast refused it: torch never began this compile
+                self.faults.call(self.ledger.refused, event)
+                raise
 
     def on_stopped(self, event: events.CompileEvent) -> None:
         """A compile a warm block stopped: the running phase's, counted as stopped."""

@@ -63,6 +63,9 @@ class Ledger:
     store: IdentityMap[CodeType, list[entries.KeptEntry]] = field(default_factory=IdentityMap)
     seen: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     dirty: IdentitySet[CodeType] = field(default_factory=IdentitySet)
+    # compiles of each code object, in tests' phases, that torch went on with (not refused
+    # by the gate before it began): torch may have decided about the code beyond its entries
+    went_on: IdentityMap[CodeType, int] = field(default_factory=IdentityMap)
     # code objects the running test holds an entry of (it would not compile them first)
     held: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     held_stale: bool = True  # held gained a code object, or shown changed, since the copy
@@ -162,7 +165,17 @@ class Ledger:
         self._hold(code)
         if not owner.kept:
             self.dirty.add(code)
+            self.went_on[code] = self.went_on.get(code, 0) + 1
         return owner
+
+    def refused(self, event: events.CompileEvent) -> None:
+        """The gate refused ``event``'s compile (fail-fast) before torch began it: torch
+        decided nothing more about its code object."""
+        count = self.went_on.get(event.code, 0)
+        if count > 1:
+            self.went_on[event.code] = count - 1
+        else:
+            self.went_on.pop(event.code, None)
 
     def _close_windows(self, only: Compiled | None = None) -> None:
         """What the compiles still open (all, or ``only``) recorded besides their entries:
@@ -442,8 +455,10 @@ class Ledger:
         # what the last test compiled or took, what a fixture's lifetime or use changes, and
         # entries whose guards match objects by identity (they may have died).
         lift = self._fallbacks() if self.limited else ()
+        # Mid-set-up, what the test decided so far stays its own, as its entries do.
+        compiled = self.went_on if begins else IdentityMap()
         codes: list[CodeType] = []
-        for more in (self.dirty, self.identity, lift):
+        for more in (self.dirty, self.identity, lift, compiled):
             if more:  # a look, not a walk: most tests compile and take nothing
                 codes += more
         if using != self.using:
@@ -451,9 +466,10 @@ class Ledger:
         if reset:
             codes += self.store
         self.using = using
-        compiled = self.dirty
-        if compiled:
+        if self.dirty:
             self.dirty = IdentitySet()
+        if compiled:
+            self.went_on = IdentityMap()
         self.state_dirty = False
         for code in {id(code): code for code in codes}.values():
             try:
@@ -479,10 +495,11 @@ class Ledger:
 
     def _arrange(self, code: CodeType, *, lift: bool = False, compiled: bool = False) -> int:
         """Put on ``code`` what the next test would see alone; return 1 where that changed
-        torch's lists. ``compiled``: the last test compiled ``code``, so torch may have
-        decided about it beyond its entries (a frame in which it found no graph is skipped
-        from then on): its lists are emptied and refilled even where the entries are the
-        same, which lifts any such decision, as a fresh process has none."""
+        torch's lists. ``compiled``: torch went on with a compile of ``code`` in the last
+        test's phases, so it may have decided about the code object beyond its entries (a
+        frame in which it found no graph is skipped from then on): its lists are emptied
+        and refilled even where the entries are the same, which lifts any such decision, as
+        a fresh process has none."""
         if code in self.faulted:  # keeping failed once: each test starts it empty
             entries.drop_all(code)
             return 1
