@@ -583,7 +583,10 @@ def test_shards_from_three_checkout_paths_combine_into_the_whole_run(
 @ISOLATED_COUNTS
 @pytest.mark.subprocess
 def test_shards_that_shuffle_apart_lose_tests_and_combine_names_them(
-    suite: Any, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+    suite: Any,
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
 ) -> None:
     """pytest-randomly shuffles before pytest-split splits: with a seed of its own in each
     shard (here given, so that the loss is the same in every run of this test), the shards
@@ -625,17 +628,26 @@ def test_shards_that_shuffle_apart_lose_tests_and_combine_names_them(
     assert combined["collection"]["split_off"] == sorted(lost)
     assert cli("report", "all.json") == 1  # the gate: not a clean pass
 
-    # The same seed in every shard: one order, one split, nothing lost, nothing warned.
-    for group in (1, 2, 3):
-        shard = suite(
-            "-p", "randomly", "--randomly-seed=7", "-p", "pytest_split.plugin", "--splits", "3",
-            "--group", str(group), "--recompile-budget=0", "--recompile-mode=report-only",
-            f"--recompile-report=t{group}.json",
-        )  # fmt: skip
-        assert "RecompileSplitUnsafe" not in shard.stdout.str()
-    capsys.readouterr()
-    assert cli("combine", "-o", "same.json", "t1.json", "t2.json", "t3.json") == 0
-    assert capsys.readouterr().out == "pytest-recompile combine: 3 reports, 6 tests -> same.json\n"
+    # docs/shards.md's two ways, each shard run as the page runs group 1: the same seed in
+    # every shard, or no shuffling. One order, one split: nothing lost, nothing warned.
+    from docblocks import checked_blocks
+
+    (page,) = checked_blocks(request)
+    for way, command in enumerate(page.commands):
+        words = command.split()
+        assert words[0] == "pytest", command
+        for group in ("1", "2", "3"):
+            args = [group if w == "1" and words[i - 1] == "--group" else w
+                    for i, w in enumerate(words[1:], 1)]  # fmt: skip
+            args = [a.replace("shard-1", f"way{way}-{group}") for a in args]
+            shard = suite(*args, "-p", "pytest_split.plugin", *GATE[:2])
+            assert shard.parseoutcomes()["passed"] == 2, shard.stdout.str()
+            assert "RecompileSplitUnsafe" not in shard.stdout.str()
+        capsys.readouterr()
+        shards = [f"way{way}-{group}.json" for group in ("1", "2", "3")]
+        assert cli("combine", "-o", f"way{way}.json", *shards) == 0
+        said = capsys.readouterr().out
+        assert said == f"pytest-recompile combine: 3 reports, 6 tests -> way{way}.json\n"
 
 
 def test_combine_refuses_to_write_over_an_input(
