@@ -354,6 +354,11 @@ def test_the_readme_commands_are_what_ci_runs(request: pytest.FixtureRequest) ->
         elif command.startswith(".venv/bin/") and "--index-url" in command:
             # The CPU index: as the example workflow installs torch.
             assert runs_in_ci(command.removeprefix(".venv/bin/"), workflow), command
+        elif command == "pip install /path/to/pytest-recompile":
+            # From a checkout, as .ci/check-wheel installs the wheel it builds from one; the
+            # workflow installs whatever its variable names (no release to name yet).
+            assert runs_in_ci('pip install "$PYTEST_RECOMPILE" pytest-xdist', workflow)
+            assert "pip\" wheel -q --no-deps -w" in (ROOT / ".ci" / "check-wheel").read_text()
         elif command.startswith("pip install"):
             assert runs_in_ci(command, workflow), command
         else:

@@ -122,6 +122,8 @@ def test_the_sharded_workflow_works_as_written(pytester: pytest.Pytester) -> Non
     workflow = (EXAMPLES / "github-actions-shards.yml").read_text()
     runs = [line.split("run:", 1)[1].strip() for line in workflow.splitlines() if "run:" in line]
     (shard,) = [line for line in runs if line.startswith("pytest ")]
+    assert "-p no:randomly" in shard  # no shard shuffles with a seed of its own
+    assert 'pip install "$PYTEST_RECOMPILE" pytest-split' in workflow  # a source you set
     shutil.copytree(EXAMPLES, pytester.path / "examples")
     ran = {}
     for group in ("1", "2"):
