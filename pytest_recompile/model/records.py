@@ -99,6 +99,10 @@ class FunctionRecord:
     guards: list[InstalledGuard] | None = None  # installed guards, once inventoried
     entries: dict[str, EntryGuards] = field(default_factory=dict)  # its own, by compile id
     dynamic_sources: list[str] = field(default_factory=list)  # torch made these dynamic
+    # per compile (its id), the entries its code object held as it began: with its own entry,
+    # once torch counted that entry's guards, what the code object held after it (a reset
+    # right after a compile drops the entry before any other look)
+    held_before: dict[str, int] = field(default_factory=dict, repr=False)
 
     @property
     def recompile_count(self) -> int:

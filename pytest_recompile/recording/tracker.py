@@ -186,6 +186,8 @@ class RecompileTracker(Recorder):
                 ]
             if not violations:
                 self.let_through(record, recompile)
+                if event.limit is None:  # it compiles: what its code object holds before it
+                    record.held_before[event.compile_id] = entries.answering_entries(event.code)
                 return
             if recompile is not None:
                 recompile.stopped = True
@@ -278,6 +280,9 @@ class RecompileTracker(Recorder):
         for record, entry, guards in self._trees.metrics(self.owners()):
             record.entries[entry] = guards
         for record in self.records:
+            for compile_id, held in record.held_before.items():
+                if compile_id in record.entries:  # it made an entry: held + 1 at once
+                    record.code_entries = max(record.code_entries, held + 1)
             if record.resized:
                 record.dynamic_sources = dynamic_state.dynamic_sources(self.compiled(record))
 

@@ -601,9 +601,10 @@ def test_functions_sharing_torchs_wrapper_get_their_own_entries(run) -> None:
         assert entry["guards"] > 0
 
 
-def test_a_reset_in_the_test_leaves_the_limit_unmeasured_not_1(run) -> None:
-    """torch._dynamo.explain() resets torch: the entries are gone when read, and the summary
-    says so instead of 'held at most 0 cache entries ... recompile_limit = 1 holds'."""
+def test_a_reset_in_the_test_leaves_the_limit_at_what_torch_held(run) -> None:
+    """torch._dynamo.explain() resets torch: the entries are gone when read, but the compile
+    that made the entry began with none on its code object and torch counted its guards, so
+    the summary says 1 (not 'held at most 0 cache entries ... recompile_limit = 1 holds')."""
     from pytest_recompile.reports.recompile_limit import LIMIT_UNMEASURED
 
     result = run(
@@ -622,5 +623,32 @@ def test_explain():
         "--recompile-budget",
     )
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([LIMIT_UNMEASURED])
-    result.stdout.no_fnmatch_line("*held at most 0 cache entries*")
+    result.stdout.fnmatch_lines(
+        ["recompile_limit: one function held at most 1 cache entry (f test_it.py:*"]
+    )
+    result.stdout.no_fnmatch_line(LIMIT_UNMEASURED)
+
+
+def test_a_reset_midway_counts_the_entry_made_just_before_it(run) -> None:
+    """Three entries, then torch._dynamo.reset() in the test: the third entry is installed
+    after its compile ends and dropped before any compile looks again; the limit line reads
+    the three torch held, not two."""
+    result = run(
+        """
+def scale(x, n):
+    return x * n
+
+f = torch.compile(scale, backend="eager", dynamic=False)
+
+@pytest.mark.max_recompiles(10)
+def test_reset_midway():
+    for n in range(3):
+        f(torch.ones(2), n)
+    torch._dynamo.reset()
+    f(torch.ones(2), 0)
+""",
+        "--recompile-mode=report-only",
+    )
+    result.stdout.fnmatch_lines(
+        ["recompile_limit: one function held at most 3 cache entries (scale test_it.py:*"]
+    )
