@@ -315,6 +315,42 @@ def test_many_factors():
     )
 
 
+@pytest.mark.inductor  # torch keeps a compile's name= on the inductor backend only
+def test_a_compile_name_is_shown_beside_the_function(run) -> None:
+    import inspect
+
+    import torch
+
+    if "name" not in inspect.signature(torch.compile).parameters:
+        pytest.skip("this torch.compile has no name argument (2.13 and newer)")
+    result = run(
+        """
+def scale(x, n):
+    return x * n
+
+named = torch.compile(scale, name="my_region", dynamic=False)
+plain = torch.compile(scale, backend="eager", name="dropped", dynamic=False)
+
+def test_named():
+    named(torch.ones(2), 2)
+    named(torch.ones(2), 3)
+
+def test_eager():
+    plain(torch.ones(2), 2)
+    plain(torch.ones(2), 3)
+""",
+        "--recompile-budget",
+        "--recompile-report=r.json",
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["  scale (torch.compile name='my_region')  test_it.py:*"])
+    with open("r.json") as written:  # the inner run's working directory is this test's
+        report = json.load(written)
+    names = {t["nodeid"]: t["functions"][0]["compile_name"] for t in report["tests"]}
+    # torch drops name= for backends other than inductor: nothing to show there
+    assert names == {"test_it.py::test_named": "my_region", "test_it.py::test_eager": None}
+
+
 def test_no_compile_passes_and_first_compiles_never_fail(run) -> None:
     result = run(
         """

@@ -36,6 +36,14 @@ def calling_backend() -> Any:
     return None
 
 
+def compile_name(compiler_fn: Any) -> str | None:
+    """The ``name=`` of the torch.compile call a compile is for, where torch keeps it: on the
+    inductor backend's wrapper (torch 2.13 and newer); torch drops it for other backends."""
+    inner = innermost_backend(compiler_fn)
+    name = getattr(getattr(inner, "compiler_fn", inner), "name", None)
+    return name if isinstance(name, str) and name else None
+
+
 def innermost_backend(compiler_fn: Any) -> Any:
     """The backend behind torch's wrappers of it, as torch compares backends."""
     for _ in range(32):

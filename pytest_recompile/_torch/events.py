@@ -54,6 +54,7 @@ class CompileEvent:
     marks: fingerprints.Marks | None = ()
     filtered: bool = False  # compiled under a guard_filter_fn (fewer guards than a plain one)
     inductor: bool = True  # its backend may read inductor's config
+    name: str | None = None  # torch.compile(..., name=...), where torch keeps it
 
 
 CompileKey = tuple[str, int, str, str]
@@ -261,6 +262,7 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
         marks=fingerprints.input_marks(user_frame.f_locals) if user_frame is not None else None,
         filtered=backends.hooks_filter_guards(loc.get("hooks")),
         inductor=backends.reads_inductor_config(loc.get("compiler_fn")),
+        name=backends.compile_name(loc.get("compiler_fn")),
     )
 
 

@@ -49,6 +49,12 @@ LIMIT_RAISED = (
 )
 
 
+def named(fn: FunctionResult) -> str:
+    """`` (torch.compile name='my_region')`` where the call gave one and torch kept it."""
+    name = fn.get("compile_name")
+    return f" (torch.compile name={name!r})" if name else ""
+
+
 def limit_outcome(fn: FunctionResult) -> str:
     """What torch did when the function hit recompile_limit: raised, or ran it uncompiled."""
     return LIMIT_RAISED if fn["limit_raised"] else EAGER_FALLBACK
@@ -334,7 +340,7 @@ def function_block(
     seconds = fn["recompile_seconds"]
     cost = f", {seconds:.3f} s spent recompiling" if seconds else ""
     lines = [
-        f"  {fn['qualname']}  {location(fn['file'], fn['line'], root)}",
+        f"  {fn['qualname']}{named(fn)}  {location(fn['file'], fn['line'], root)}",
         f"    cache entries: {fn['cache_entries']}, compiles: {fn['compiles']}, "
         f"recompiles: {len(fn['recompiles'])}{cost}",
     ]

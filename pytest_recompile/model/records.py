@@ -99,6 +99,7 @@ class FunctionRecord:
     guards: list[InstalledGuard] | None = None  # installed guards, once inventoried
     entries: dict[str, EntryGuards] = field(default_factory=dict)  # its own, by compile id
     dynamic_sources: list[str] = field(default_factory=list)  # torch made these dynamic
+    compile_name: str | None = None  # torch.compile(..., name=...), where torch keeps it
     # per compile (its id), the entries its code object held as it began: with its own entry,
     # once torch counted that entry's guards, what the code object held after it (a reset
     # right after a compile drops the entry before any other look)
@@ -145,4 +146,5 @@ class FunctionRecord:
             "guards": [g.to_dict() for g in self.guards] if self.guards is not None else None,
             "entries": [e.to_dict() for e in self.entries.values()],
             "dynamic_sources": list(self.dynamic_sources),
+            "compile_name": self.compile_name,
         }

@@ -90,7 +90,13 @@ class RecompileResult(TypedDict):
     seconds: float | None
 
 
-class FunctionResult(TypedDict):
+class _Named(TypedDict, total=False):
+    compile_name: (
+        str | None
+    )  # torch.compile(..., name=...) where torch kept it (not in old reports)
+
+
+class FunctionResult(_Named):
     """One compiled function and its recompiles (``#/$defs/function``)."""
 
     name: str

@@ -59,6 +59,7 @@ class Recorder:
         A recompile is counted as a compile only once it is let through (:meth:`let_through`).
         """
         record = self._record_for(event)
+        record.compile_name = record.compile_name or event.name
         key = compile_key(event.code, event.compile_id)
         self._owner[key] = record
         if again:
