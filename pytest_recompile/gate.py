@@ -47,6 +47,7 @@ class Gate:
         self.current: TestRun | None = None  # the test whose phases are running
         self.keeps_entries = True  # False: this torch needs a full reset instead
         self.reset_pending = False  # the full reset waits until the wider fixtures are set up
+        self.reset_using: frozenset[str] = frozenset()  # the wider fixtures that test uses
         self._unhook: Any = None
         self._unstop: Any = None
         self._unhold: Any = None
@@ -218,7 +219,9 @@ class Gate:
     def _full_reset_if_pending(self) -> None:
         if self.reset_pending:
             self.reset_pending = False
-            entries.reset_caches()
+            # what the test would have alone stands in for torch's emptied lists (its checks)
+            in_view = self.faults.call(self.ledger.in_view, self.reset_using)
+            entries.reset_caches(in_view)
             tracker = self.running_tracker
             if tracker is not None:
                 tracker.rearm()
@@ -264,6 +267,7 @@ class Gate:
                 self.faults.call(self.ledger.isolate, frozenset(used_fixtures(item)))
             else:
                 self.reset_pending = True
+                self.reset_using = frozenset(used_fixtures(item))
         self.threads.begin(item.nodeid)
         run = item.stash[RUN_KEY] = self.current = TestRun(Owner("test", item.nodeid))
         self.ledger.begin_test(run.owner, reusing=isolated and self.keeps_entries)
@@ -336,6 +340,7 @@ class Gate:
     def end_test(self, run: TestRun) -> None:
         """After a test's teardown: nobody owns compiles, its tracker stops."""
         self.threads.end()
+        entries.forget_dropped()
         if self.ledger.pending:  # its compiles matched to their entries now, at its own cost
             self.faults.call(self.ledger.resolve)
         self.ledger.end_test(run.owner)

@@ -14,7 +14,7 @@ from types import CodeType
 from typing import Any
 
 from ..model.identity import IdentityMap
-from . import backends, versions
+from . import backends, dynamic_state, versions
 
 
 @dataclass(frozen=True, eq=False)
@@ -391,6 +391,63 @@ def recompiling(code: CodeType, reasons: tuple[str, ...]) -> None:
         raise exc.RecompileError(message)
 
 
+@dataclass(eq=False)
+class _Dropped:
+    """The entries a full reset dropped that the running test would have alone (its live
+    wider fixtures' and import time's), by code object: they answer no call, and stand in for
+    torch's list where it is empty. ``state``: torch's automatic-dynamic state object that
+    the reset installed (another reset replaces it)."""
+
+    entries: IdentityMap[CodeType, list[KeptEntry]]
+    state: Any
+
+
+_DROPPED: list[_Dropped] = []  # at most one: the plugin's last full reset's
+
+
+def dropped_entries(code: CodeType) -> tuple[KeptEntry, ...]:
+    """The entries of ``code`` the plugin's last full reset dropped that the running test
+    would have alone; none after another reset (the test's own), which drops them alone too."""
+    if not _DROPPED:
+        return ()
+    if dynamic_state.code_state() is not _DROPPED[0].state:  # reset since, or a wider
+        _DROPPED.clear()  # fixture set up mid-test installed its own: forgotten
+        return ()
+    return tuple(_DROPPED[0].entries.get(code, ()))
+
+
+def forget_dropped() -> None:
+    """The test whose full reset dropped them ended."""
+    _DROPPED.clear()
+
+
+def dropped_reasons(
+    dropped: tuple[KeptEntry, ...], user_frame: Any, compiler_fn: Any
+) -> tuple[str, ...]:
+    """Each dropped entry's guard failure for this frame, in torch's words: what torch
+    would have found on its own list, had the reset left the entries there. Empty when one of
+    them passes: torch would have answered the call from it, without a compile."""
+    from torch._dynamo import guards
+
+    helper = getattr(guards, "get_guard_fail_reason_helper", None)
+    options: dict[str, Any] = {}
+    if helper is not None and "backend" in inspect.signature(helper).parameters:  # 2.10+
+        options["backend"] = backends.innermost_backend(compiler_fn)
+    f_locals = user_frame.f_locals
+    reasons = []
+    for entry in dropped:
+        if not entry_alive(entry):  # an object it matched died: torch invalidated the entry
+            continue
+        if entry.guard_manager.check(f_locals):
+            return ()
+        if helper is not None:  # its words, without guard_failures or a guard_fail_fn
+            reasons.append(helper(entry.guard_manager, f_locals, entry.compile_id, **options))
+        else:
+            parts = entry.guard_manager.check_verbose(f_locals).verbose_code_parts
+            reasons.append(f"{entry.compile_id}: {'; '.join(parts)}")
+    return tuple(reasons)
+
+
 def calling_region() -> int:
     """The ``isolate_recompiles`` region of the call this thread is making (-1: none, or a
     torch without regions). Per thread from 2.15 on (a worker thread does not inherit the
@@ -465,11 +522,20 @@ def entry_list(code: CodeType) -> list[Any]:
     return list(eval_frame._debug_get_cache_entry_list(code))
 
 
-def reset_caches() -> None:
-    """Drop every compiled entry, guard-failure record and automatic-dynamic state."""
+def reset_caches(in_view: IdentityMap[CodeType, list[KeptEntry]] | None = None) -> None:
+    """Drop every compiled entry, guard-failure record and automatic-dynamic state.
+
+    ``in_view``: the entries among them that the running test would still have alone (a
+    torch that cannot keep single entries, whose isolation is this full reset): torch's own
+    checks against them are made by :func:`dropped_reasons` until the next reset."""
     import torch._dynamo
 
     torch._dynamo.reset()
+    _DROPPED.clear()
+    if in_view:
+        # An automatic-dynamic state object of its own, empty as torch's reset left it: the
+        # next reset (the test's, a Dynamo TestCase's) replaces it, and so says it came.
+        _DROPPED.append(_Dropped(in_view, dynamic_state.install_code_state({})))
 
 
 def cache_entries(code: CodeType) -> int:

@@ -223,6 +223,15 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
         entries.count_kept(cache_size, user_frame, kept, region)
         listed += seen
     recompile = bool(user_frame is not None and is_recompilation(cache_size))
+    if not kept and not recompile and user_frame is not None:
+        # A torch that keeps no single entries: the full reset before this test dropped
+        # entries it would have alone (a wider fixture's warm-up). Where they all reject the
+        # call, torch would have logged a recompile and raised for error_on_recompile.
+        dropped = entries.dropped_entries(code)
+        compiler_fn = loc.get("compiler_fn")
+        failed = entries.dropped_reasons(dropped, user_frame, compiler_fn) if dropped else ()
+        if failed:
+            entries.recompiling(code, failed)
     exceeded, limit_type = exceeds_recompile_limit(cache_size, compile_id)
     function, label = _parent_code(code), None
     if user_frame is not None:

@@ -489,6 +489,30 @@ class Ledger:
             self.installed_state = dynamic_state.install_code_state(self.start_state())
         return changed
 
+    def in_view(
+        self, using: frozenset[str] | None
+    ) -> IdentityMap[CodeType, list[entries.KeptEntry]]:
+        """Before a full reset (a torch that cannot keep single entries): the entries a test
+        that uses the wider fixtures named ``using`` would have alone, by code object."""
+        self.start()
+        self.resolve()
+        found: IdentityMap[CodeType, list[entries.KeptEntry]] = IdentityMap()
+        running, self.using = self.using, using
+        try:
+            for code, stored in self.store.items():
+                keep = [
+                    e
+                    for e in stored
+                    if e.guard_manager in self.owners
+                    and entries.entry_alive(e)
+                    and self._visible(e)
+                ]
+                if keep:
+                    found[code] = keep
+        finally:
+            self.using = running
+        return found
+
     def _hold(self, code: CodeType) -> None:
         self.held.add(code)
         self.held_stale = True

@@ -581,6 +581,38 @@ def test_without_single_entry_support_falls_back_to_a_full_reset(run, monkeypatc
     result.stdout.fnmatch_lines([f"isolation: {esc(RESET_FALLBACK)}"])
 
 
+@pytest.mark.usefixtures("probes_decided_afresh")
+def test_a_full_reset_leaves_the_users_error_on_recompile_as_alone(run, monkeypatch) -> None:
+    """The full reset drops the warm-up of a fixture the test uses, which the test would have
+    alone: torch's own ``error_on_recompile`` still raises against it (2.7 and 2.8 keep no
+    single entries: the plugin raises in torch's words), and only there."""
+    monkeypatch.setattr(versions, "can_keep_entries", lambda: False)
+    result = run(
+        WARMED
+        + """
+import torch._dynamo.config as dcfg
+from torch._dynamo.exc import RecompileError
+
+def test_against_the_warm_up(warmed):
+    with dcfg.patch(error_on_recompile=True):
+        with pytest.raises(RecompileError, match="size mismatch at index 0. expected 4"):
+            warmed(torch.randn(8, 4))
+        warmed(torch.randn(4, 4))  # the warm shape: alone the warm-up answers it
+
+def test_beside_the_live_fixture_unused():
+    with dcfg.patch(error_on_recompile=True):
+        shared(torch.randn(8, 4))  # alone nothing was compiled: a first compile
+
+def test_after_its_own_reset(warmed):
+    torch._dynamo.reset()
+    with dcfg.patch(error_on_recompile=True):
+        warmed(torch.randn(8, 4))  # the test's own reset dropped the warm-up, alone too
+""",
+        "--recompile-budget",
+    )
+    result.assert_outcomes(passed=3)
+
+
 @pytest.mark.xdist
 @keeps_entries
 def test_order_with_wider_fixtures_under_xdist(pytester) -> None:
