@@ -110,7 +110,8 @@ def assert_marker_error(result: pytest.RunResult, message: str) -> None:
 # What needs a torch that can keep single cache entries (2.9+): elsewhere the plugin falls
 # back to a full reset, tested by test_without_single_entry_support_falls_back_to_a_full_reset.
 keeps_entries = pytest.mark.skipif(
-    not versions.can_keep_entries(), reason="this torch cannot keep single cache entries"
+    not versions.can_keep_entries(),
+    reason="needs torch 2.9+: this torch cannot keep single cache entries (a full reset instead)",
 )
 
 REVERSE_CONFTEST = """

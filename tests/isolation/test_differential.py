@@ -192,30 +192,48 @@ class AloneRun:
 
 
 # Each scenario's alone count depends only on the suite, torch and Python: they are kept in a
-# file keyed by all three, and the fresh processes run only when the key changed (set
-# PYTEST_RECOMPILE_WRITE_ALONE=1 to rewrite the file then). A cached run still checks a few
-# scenarios alone, spread over the suite, against the file: it cannot go stale unnoticed.
+# file under a hash of the suite, one set per torch and Python (CI's torch and its oldest), and
+# the fresh processes run only where the file has none for this suite, torch and Python (set
+# PYTEST_RECOMPILE_WRITE_ALONE=1 to write this torch's then; a changed suite drops the others).
+# A cached run still checks a few scenarios alone, spread over the suite, against the file: it
+# cannot go stale unnoticed.
 ALONE_CACHE = SUITE / "alone_counts.json"
 WRITE_ALONE = "PYTEST_RECOMPILE_WRITE_ALONE"
 CHECKED = 6  # scenarios run alone against the cache
 
 
-def alone_key() -> str:
-    import torch
-
+def suite_hash() -> str:
     digest = hashlib.sha256()
     for path in sorted(SUITE.rglob("*.py")):
         digest.update(path.relative_to(SUITE).as_posix().encode() + b"\0" + path.read_bytes())
-    digest.update(f"torch {torch.__version__} python {sys.version_info[:2]}".encode())
     return digest.hexdigest()
 
 
-def cached_alone(key: str) -> dict[str, dict[str, Any]] | None:
+def release_key() -> str:
+    import torch
+
+    return f"torch {torch.__version__} python {'.'.join(map(str, sys.version_info[:2]))}"
+
+
+def _read_cache() -> dict[str, Any]:
     try:
         cache = json.loads(ALONE_CACHE.read_text())
     except (OSError, ValueError):
-        return None
-    return cache["alone"] if cache.get("key") == key else None
+        return {}
+    return cache if isinstance(cache, dict) else {}
+
+
+def cached_alone(suite: str, release: str) -> dict[str, dict[str, Any]] | None:
+    cache = _read_cache()
+    return cache.get("runs", {}).get(release) if cache.get("suite") == suite else None
+
+
+def write_alone(suite: str, release: str, counts: dict[str, dict[str, Any]]) -> None:
+    """This torch's alone counts into the file, beside the other releases' of the same suite."""
+    cache = _read_cache()
+    runs = cache.get("runs", {}) if cache.get("suite") == suite else {}
+    runs = dict(sorted({**runs, release: counts}.items()))
+    ALONE_CACHE.write_text(json.dumps({"suite": suite, "runs": runs}, indent=1) + "\n")
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:
@@ -245,8 +263,8 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
         # ends, sharing the two slots with the reversed run.
         forward = forward_future.result()
         gated = [item for item in forward.items if not item["ungated"]]
-        key = alone_key()
-        cached = cached_alone(key)
+        suite, release = suite_hash(), release_key()
+        cached = cached_alone(suite, release)
         if cached is not None and set(cached) == {item["nodeid"] for item in gated}:
             step = max(1, len(gated) // CHECKED)
             run_alone = gated[::step][:CHECKED]
@@ -273,7 +291,7 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
         alone = ran
         if os.environ.get(WRITE_ALONE):
             counts = {nodeid: run.to_json() for nodeid, run in sorted(alone.items())}
-            ALONE_CACHE.write_text(json.dumps({"key": key, "alone": counts}, indent=1) + "\n")
+            write_alone(suite, release, counts)
 
     names = [item["name"] for item in forward.items]
     duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -286,9 +304,14 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
 
     runs = (forward, reverse, xdist)
     agree, ruled, mismatches = 0, [], []
+    skipped: list[str] = []  # what this torch cannot run: skipped everywhere, the reason said
     errors: dict[str, list[str]] = {}  # "run: phase: message" -> the tests it names
     for item in gated:
         nodeid, name = item["nodeid"], item["name"]
+        outcomes = {run.outcomes.get(nodeid) for run in runs} | {alone[nodeid].outcome}
+        if outcomes == {"skipped"}:  # its skip names the torch release it needs, and why
+            skipped.append(f"{nodeid}: {forward.messages.get(nodeid, '?')}")
+            continue
         cells = (*(run.cell(nodeid) for run in runs), alone[nodeid].cell())
         ran_clean = alone[nodeid].outcome == "passed" and all(
             run.outcomes.get(nodeid) == "passed" and nodeid in run.tests for run in runs
@@ -315,15 +338,18 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
     how = (
         f"alone counts from {ALONE_CACHE.name}, {len(ran)} checked afresh"
         if cached is not None
-        else f"each alone afresh ({ALONE_CACHE.name} stale or missing: {WRITE_ALONE}=1 rewrites it)"
+        else f"each alone afresh ({ALONE_CACHE.name} has none for this suite and {release}:"
+        f" {WRITE_ALONE}=1 writes them)"
     )
     print(
         f"\n{len(gated)} scenarios, forward == reversed == -n 2 == alone on {agree},"
-        f" {len(ruled)} under"
-        f" a named rule, in {seconds:.0f} s; {how}"
+        f" {len(ruled)} under a named rule, {len(skipped)} skipped on this torch,"
+        f" in {seconds:.0f} s; {how}"
     )
     if ruled:
         print("under a named rule:\n" + _table(ruled))
+    if skipped:
+        print("skipped on this torch, in every run and alone:\n" + "\n".join(skipped))
     reused = sum(run.reused for run in runs)
     print(f"first compiles reused from earlier tests: {reused} over the three runs")
     problems = forward.problems + reverse.problems + xdist.problems

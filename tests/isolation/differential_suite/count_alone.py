@@ -17,7 +17,8 @@ Environment:
     "messages": {nodeid: message}}`` there: the collected tests in run order, whether each is
     marked ``allow_recompiles``, each test's outcome (``passed``, ``failed``, ``error``,
     ``skipped``) and, for a test that failed or errored, the phase and the first error's
-    message. Touches no torch, so it may ride along a run with the recompile plugin on.
+    message (for a skipped one, its reason). Touches no torch, so it may ride along a run with
+    the recompile plugin on.
 """
 
 from __future__ import annotations
@@ -170,6 +171,8 @@ class Recorder:
                     crash = getattr(report.longrepr, "reprcrash", None)
                     message = crash.message if crash is not None else str(report.longrepr)
                     self.messages[report.nodeid] = f"{report.when}: {message}"
+                elif report.skipped and isinstance(report.longrepr, tuple):
+                    self.messages[report.nodeid] = str(report.longrepr[2])
 
     def write(self, path: str) -> None:
         with open(path, "w") as file:

@@ -3,7 +3,9 @@ as it does alone, whichever of the others ran before it.
 
 - the eager fallback torch sets on a code object at recompile_limit;
 - a user's own ``error_on_recompile`` against a module fixture's entry, after another test
-  recompiled that entry (the fixture's entry is then kept apart from torch's own list);
+  recompiled that entry (the fixture's entry is then kept apart from torch's own list, or,
+  on a torch that cannot keep single entries, dropped by the reset before each test), and
+  beside that fixture, live but unused (alone nothing is compiled: no error);
 - the inputs ``set_stance("eager_then_compile")`` keeps per function.
 """
 
@@ -53,6 +55,11 @@ def test_recompile_against_the_fixture(warm_raised):
 def test_users_error_on_recompile_against_the_fixture(warm_raised):
     with dcfg.patch(error_on_recompile=True), pytest.raises(RecompileError):
         warm_raised(torch.randn(8, 4))
+
+
+def test_users_error_on_recompile_beside_an_unused_fixture():
+    with dcfg.patch(error_on_recompile=True):
+        torch.compile(raised, backend="eager")(torch.randn(8, 4))
 
 
 def delayed(x):

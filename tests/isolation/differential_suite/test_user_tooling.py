@@ -10,6 +10,7 @@ import torch
 from torch._dynamo.exc import FailOnRecompileLimitHit, RecompileError
 
 from pytest_recompile import CompiledWhileWarm, warm
+from pytest_recompile._torch import versions
 
 # -- torch's own refusals reach the user's code ------------------------------------------------
 
@@ -150,12 +151,24 @@ def test_config_patch_stopped_in_a_finalizer(request):
 
 # -- a daemon thread that keeps compiling after its test ended -------------------------------
 
+# A torch that cannot keep single cache entries (2.7, 2.8) is isolated by torch._dynamo.reset()
+# before each test. torch hands a compiling thread its frame's cache entries before the thread
+# takes the compile lock the reset holds: a reset while this thread compiles frees entries it
+# then reads (SIGSEGV, seen on 2.7.1 about once in ten full runs). The plugin's own handling of
+# such a thread is the same on every torch.
+compiles_across_resets = pytest.mark.skipif(
+    not versions.can_keep_entries(),
+    reason="needs torch 2.9+ (single cache entries kept): on 2.7 and 2.8 the reset before each"
+    " test can free the cache entries this test's thread is compiling against (SIGSEGV)",
+)
+
 
 @torch.compile(backend="eager")
 def daemon_fn(x):
     return x + 2
 
 
+@compiles_across_resets
 def test_starts_a_compiling_daemon_thread():
     def loop():
         time.sleep(0.5)
@@ -166,5 +179,6 @@ def test_starts_a_compiling_daemon_thread():
     threading.Thread(target=loop, daemon=True).start()
 
 
+@compiles_across_resets
 def test_runs_while_an_earlier_tests_thread_compiles():
     time.sleep(1.5)
