@@ -200,10 +200,14 @@ def _compiled(path: str) -> RunResults:
     return run
 
 
+def _loaded(paths: list[str]) -> list[tuple[str, RunResults]]:
+    return [(path, load_report(path)) for path in paths]
+
+
 def _combined(paths: list[str]) -> RunResults:
     from .reports.combine import combine
 
-    runs = [(path, load_report(path)) for path in paths]
+    runs = _loaded(paths)
     return runs[0][1] if len(runs) == 1 else combine(runs)
 
 
@@ -222,7 +226,7 @@ def _combine(args: argparse.Namespace) -> int:
                 f"-o {args.output} is one of the inputs: combine would overwrite that "
                 "shard's report; write the combined report to a file of its own"
             )
-    runs = [(path, load_report(path)) for path in args.inputs]
+    runs = _loaded(args.inputs)
     run = combine(runs)  # one input too: a lone shard's tests split off are lost
     write_json_atomic(args.output, report_document(run), rows=True)
     print(

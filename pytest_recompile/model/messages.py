@@ -49,7 +49,7 @@ LIMIT_RAISED = (
 )
 
 
-def named(fn: FunctionResult) -> str:
+def compile_name_said(fn: FunctionResult) -> str:
     """`` (torch.compile name='my_region')`` where the call gave one and torch kept it."""
     name = fn.get("compile_name")
     return f" (torch.compile name={name!r})" if name else ""
@@ -340,7 +340,7 @@ def function_block(
     seconds = fn["recompile_seconds"]
     cost = f", {seconds:.3f} s spent recompiling" if seconds else ""
     lines = [
-        f"  {fn['qualname']}{named(fn)}  {location(fn['file'], fn['line'], root)}",
+        f"  {fn['qualname']}{compile_name_said(fn)}  {location(fn['file'], fn['line'], root)}",
         f"    cache entries: {fn['cache_entries']}, compiles: {fn['compiles']}, "
         f"recompiles: {len(fn['recompiles'])}{cost}",
     ]
