@@ -339,6 +339,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             break
     if gated(items, uses, settings) or uses:
         gate_on(config, settings)
+        return
+    given = settings.acting_on_gated_tests()
+    worker = getattr(config, "workerinput", None)
+    if given and (worker is None or worker.get("workerid") == "gw0"):  # said once, not per worker
+        from .warning_types import warn_unused_options
+
+        warn_unused_options(given)
 
 
 def gated(items: list[pytest.Item], uses: bool, settings: Settings) -> bool:

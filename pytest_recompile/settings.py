@@ -110,8 +110,27 @@ class Settings:
 
     @property
     def gates_every_test(self) -> bool:
-        """An option gates every test (not only marked ones)."""
-        return self.default is not None or self.max_guards is not None
+        """An option gates every test (not only marked ones): a default budget, a most
+        guards per entry, fullgraph."""
+        return self.default is not None or self.max_guards is not None or bool(self.fullgraph)
+
+    def acting_on_gated_tests(self) -> list[str]:
+        """The options given that change only how gated tests are run or shown (each as
+        given), so that a run that gates no test says they did nothing."""
+        given = []
+        if self.mode != Settings.mode:
+            given.append(f"--recompile-mode={self.mode}")
+        if self.keep_caches:
+            given.append("--recompile-keep-caches")
+        if not self.processes:
+            given.append("--recompile-processes=off")
+        if self.if_disabled != Settings.if_disabled:
+            given.append(f"--recompile-if-disabled={self.if_disabled}")
+        if self.durations is not None:
+            given.append(f"--recompile-durations={self.durations}")
+        if self.trace is not None:
+            given.append("--recompile-trace")
+        return given
 
     @property
     def enforced(self) -> bool:

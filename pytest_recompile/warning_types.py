@@ -22,6 +22,10 @@ class RecompileSplitUnsafe(pytest.PytestWarning):
     """Shards split from an order each shard shuffles with its own seed (pytest-randomly)."""
 
 
+class RecompileOptionUnused(pytest.PytestWarning):
+    """An option that acts on gated tests only, in a run that gates none."""
+
+
 class RecompileTraceUnread(pytest.PytestWarning):
     """tlparse, on PATH, failed to read a kept structured trace (``--recompile-trace``)."""
 
@@ -62,3 +66,19 @@ def _line_of(path: str, name: str) -> int:
             return next((n for n, line in enumerate(file, 1) if line.startswith(name)), 1)
     except OSError:
         return 1
+
+
+def warn_unused_options(given: list[str]) -> None:
+    """``given`` options (or their ini twins) act on gated tests only, and no test of this
+    run is gated: say so once, with what gates."""
+    warn_at(
+        RecompileOptionUnused(
+            f"{PREFIX} no test of this run is gated, so {', '.join(given)} did nothing "
+            "(options that act on gated tests only; the same from the ini file): gate every "
+            "test with --recompile-budget[=N], "
+            "--recompile-max-guards=N or --recompile-fullgraph (or their ini options), or "
+            "mark the tests to gate (@pytest.mark.max_recompiles(n), fullgraph, ...)"
+        ),
+        "<pytest-recompile options>",
+        0,
+    )

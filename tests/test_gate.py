@@ -284,6 +284,79 @@ def test_many_steps():
     at_end.stdout.fnmatch_lines(["*ran to the end*", "    hit recompile_limit (8) 1 time: *"])
 
 
+LIMIT_HIT = """
+def test_many_steps({fixture}):
+    global step
+    for i in range(12):
+        step = i
+        f(torch.ones(2))
+"""
+
+
+@pytest.mark.parametrize(
+    ("marks", "fixture", "args"),
+    [
+        ("@pytest.mark.allow_recompiles", "", ["--recompile-budget"]),
+        ("@pytest.mark.allow_recompiles", "recompiles", ["--recompile-budget"]),
+        (
+            "@pytest.mark.allow_recompiles\n@pytest.mark.max_graph_breaks(5)",
+            "",
+            ["--recompile-budget"],
+        ),
+        ("@pytest.mark.allow_recompiles", "", ["--recompile-budget=3", "--recompile-mode=at-end"]),
+        ("@pytest.mark.allow_recompiles", "", ["--recompile-budget", "--recompile-keep-caches"]),
+        ("@pytest.mark.allow_recompiles", "", ["--recompile-budget", "--recompile-processes=off"]),
+        ("@pytest.mark.allow_recompiles", "", ["--recompile-max-guards=100"]),
+        ("@pytest.mark.allow_recompiles", "", ["--recompile-fullgraph"]),
+        ("@pytest.mark.max_recompiles(100, function='f')", "", ["--recompile-budget"]),
+        ("@pytest.mark.expect_guards('EQUALS_MATCH')", "", []),
+        ("pytestmark = pytest.mark.allow_recompiles\n", "", ["--recompile-budget"]),
+    ],
+    ids=[
+        "allow",
+        "allow+fixture",
+        "allow+max_graph_breaks",
+        "allow+at-end",
+        "allow+keep-caches",
+        "allow+processes-off",
+        "allow+max-guards",
+        "allow+fullgraph",
+        "function-budget",
+        "expect_guards",
+        "module-allow",
+    ],
+)
+def test_no_opt_out_lets_a_limit_hit_pass(
+    run, pytester: pytest.Pytester, marks: str, fixture: str, args: list[str]
+) -> None:
+    """Whatever takes a test out of the count (a marker alone or stacked, an option, the
+    fixture), a function that falls back to eager at recompile_limit fails it, and the
+    summary, the JSON report and the recompile_limit line count it."""
+    source = f"{STEP}\n{marks}{LIMIT_HIT.format(fixture=fixture)}"
+    result = run(source, *args, "--recompile-report=r.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"{PREFIX} 'f' hit recompile_limit (8) and {EAGER_FALLBACK}*"])
+    assert_totals(result, gated=1, recompiles=7, broke=1, limit=1)
+    (test,) = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert "limit" in [v["kind"] for v in test["violations"]]
+
+
+def test_a_limit_hit_is_allowed_in_so_many_words(run, pytester: pytest.Pytester) -> None:
+    """allow_recompiles(eager_fallback=True): the test means it; the hit is still counted
+    and shown, and fails nothing."""
+    result = run(
+        f"{STEP}\n@pytest.mark.allow_recompiles(eager_fallback=True)"
+        f"{LIMIT_HIT.format(fixture='')}",
+        "--recompile-budget",
+        "--recompile-report=r.json",
+    )
+    result.assert_outcomes(passed=1)
+    assert_totals(result, gated=1, recompiles=7, broke=0, limit=1)
+    (test,) = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert test["violations"] == []
+    assert test["functions"][0]["recompile_limit"] == "recompile_limit (8)"
+
+
 def test_a_limit_of_the_torch_compile_call_names_that_argument(run) -> None:
     """torch.compile(..., recompile_limit=2) (torch 2.13 and newer): the message names that
     limit and its fix that argument, not the global config, which would not help."""

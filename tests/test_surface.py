@@ -9,6 +9,7 @@ import pytest
 from snippets import DOUBLE, HEADER, STEP, assert_marker_error, assert_totals, inner_args
 
 from pytest_recompile.model.names import (
+    ALLOW_RECOMPILES_FORM,
     EXPECT_GUARDS_FORM,
     FORBID_GUARDS_FORM,
     MAX_GRAPH_BREAKS_FORM,
@@ -44,12 +45,40 @@ def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--recompile-mode=at-end"], "--recompile-mode=at-end"),
+        (
+            ["--recompile-keep-caches", "--recompile-processes=off"],
+            "--recompile-keep-caches, --recompile-processes=off",
+        ),
+        (["--recompile-if-disabled=warn"], "--recompile-if-disabled=warn"),
+        (["--recompile-durations=3"], "--recompile-durations=3"),
+        (["--recompile-trace=traces"], "--recompile-trace"),
+    ],
+)
+def test_an_option_that_gates_nothing_alone_says_so(run, args: list[str], said: str) -> None:
+    """Options that only change how gated tests run or show, in a run that gates none: said
+    once, naming them and what gates; never silent, never an error."""
+    result = run("def test_plain():\n    pass\n", *args)
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*RecompileOptionUnused: {PREFIX} no test of this run is gated, so {esc(said)}"
+            " did nothing *--recompile-budget*"
+        ]
+    )
+    gated = run("@pytest.mark.max_recompiles(0)\ndef test_plain():\n    pass\n", *args)
+    assert "RecompileOptionUnused" not in gated.stdout.str()
+
+
 def test_markers_are_documented_with_signatures(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*inner_args("--markers"))
     result.stdout.fnmatch_lines(
         [
             f"@pytest.mark.{esc(MAX_RECOMPILES_FORM)}: *",
-            "@pytest.mark.allow_recompiles: *",
+            f"@pytest.mark.{esc(ALLOW_RECOMPILES_FORM)}: *",
             f"@pytest.mark.{esc(EXPECT_GUARDS_FORM)}: *",
             f"@pytest.mark.{esc(FORBID_GUARDS_FORM)}: *",
             "@pytest.mark.fullgraph: *",
@@ -113,7 +142,9 @@ def test_no_torch_import_without_flag_ini_or_marker(pytester: pytest.Pytester) -
         ("max_recompiles()", "expected exactly one budget, got 0 arguments"),
         ("max_recompiles(1, fn='f')", "unknown keyword 'fn'"),
         ("max_recompiles(1, function=2)", "function= must be a function name or qualname"),
-        ("allow_recompiles(3)", "takes no arguments"),
+        ("allow_recompiles(3)", "takes no positional arguments"),
+        ("allow_recompiles(eager_fallback=1)", "eager_fallback must be True or False, got 1"),
+        ("allow_recompiles(fallback=True)", "unknown keyword 'fallback'"),
     ],
 )
 def test_bad_marker_is_a_collection_error_naming_the_test(run, marker: str, message: str) -> None:

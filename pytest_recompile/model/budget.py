@@ -35,7 +35,9 @@ class Budget:
     means no cap. ``per_function`` caps single functions, matched by name or qualname.
     ``expect``: the guard kinds allowed to trigger a recompile (None: any); ``forbid``: the
     kinds that may not be installed on the test's own values; ``fullgraph``: where fullgraph
-    semantics came from (None: off).
+    semantics came from (None: off). ``allowed``: the marker that took the test out of a
+    default budget, leaving it gated with no count; ``eager_fallback``: the marker argument
+    that lets a function hit ``recompile_limit`` (None: a hit fails the test, whatever else).
     """
 
     total: Rule[int] | None = None
@@ -50,6 +52,8 @@ class Budget:
     max_guards: Rule[int] | None = None  # guards of any one cache entry, every function
     guards_per_function: Mapping[str, Rule[int]] = field(default_factory=dict)
     baseline_guards: Mapping[str, GuardBaseline] = field(default_factory=dict)  # by qualname
+    allowed: str | None = None
+    eager_fallback: str | None = None
 
     def for_function(self, name: str, qualname: str) -> Rule[int] | None:
         found = self.per_function.get(qualname)
@@ -103,6 +107,10 @@ class Budget:
         ]
         if self.baseline_guards:
             parts.append("no more guards than the baseline's, none new on a Python value")
+        if self.allowed and self.total is None:
+            parts.append(f"any number of recompiles ({self.allowed})")
+        if self.eager_fallback:
+            parts.append(f"recompile_limit hits allowed ({self.eager_fallback})")
         return "; ".join(parts) or "no cap"
 
     def to_json(self) -> dict[str, Any]:
@@ -128,6 +136,8 @@ class Budget:
             "max_guards": rule(self.max_guards),
             "guards_per_function": {n: rule(r) for n, r in self.guards_per_function.items()},
             "baseline_guards": {n: [c, sorted(v)] for n, (c, v) in self.baseline_guards.items()},
+            "allowed": self.allowed,
+            "eager_fallback": self.eager_fallback,
         }
 
     @functools.cached_property
@@ -161,6 +171,8 @@ class Budget:
             max_guards=count(data["max_guards"]),
             guards_per_function=named(data["guards_per_function"]),
             baseline_guards={n: (int(c), frozenset(v)) for n, (c, v) in kept.items()},
+            allowed=data["allowed"],
+            eager_fallback=data["eager_fallback"],
         )
 
 

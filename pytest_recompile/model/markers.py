@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from .budget import Budget, BudgetError, GuardBaseline, Rule, check_count
 from .names import (
     ALLOW_RECOMPILES,
+    ALLOW_RECOMPILES_FORM,
     EXPECT_GUARDS,
     EXPECT_GUARDS_FORM,
     FORBID_GUARDS,
@@ -112,6 +113,33 @@ def _no_args(marks: Iterable[MarkLike], name: str, where: str) -> bool:
     return found
 
 
+def _allowed(marks: Iterable[MarkLike], where: str) -> tuple[str | None, str | None]:
+    """``allow_recompiles(*, eager_fallback=False)``: the marker's words where the test has
+    it, and where ``eager_fallback=True`` is given (the closest marker's word wins)."""
+    label = f"@pytest.mark.{ALLOW_RECOMPILES} on {where}"
+    form = f"accepted form is @pytest.mark.{ALLOW_RECOMPILES_FORM}"
+    allowed = fallback = None
+    for mark in marks:
+        if mark.args:
+            raise BudgetError(
+                f"{label} takes no positional arguments; {form}, or use "
+                f"@pytest.mark.{MAX_RECOMPILES_FORM} to set a budget"
+            )
+        unknown = sorted(set(mark.kwargs) - {"eager_fallback"})
+        if unknown:
+            raise BudgetError(f"{label}: unknown keyword {', '.join(map(repr, unknown))}; {form}")
+        value = mark.kwargs.get("eager_fallback", False)
+        if not isinstance(value, bool):
+            raise BudgetError(
+                f"{label}: eager_fallback must be True or False, got {value!r}; {form}"
+            )
+        if allowed is None:
+            allowed = f"@{ALLOW_RECOMPILES}"
+            if value:
+                allowed = fallback = f"@{ALLOW_RECOMPILES}(eager_fallback=True)"
+    return allowed, fallback
+
+
 def _counts_for(
     marks: Iterable[MarkLike],
     where: str,
@@ -132,9 +160,11 @@ def _counts_for(
     return every, per_function
 
 
-def rules_from_marks(marks: Mapping[str, Iterable[MarkLike]], where: str) -> tuple[Budget, bool]:
-    """Every marker of one test read into a Budget without a default total, and whether the
-    test opted out of the default (``allow_recompiles``).
+def rules_from_marks(
+    marks: Mapping[str, Iterable[MarkLike]], where: str
+) -> tuple[Budget, str | None]:
+    """Every marker of one test read into a Budget without a default total, and the marker
+    that opted the test out of the default (``allow_recompiles``), or None.
 
     ``marks`` maps each marker name to its marks, closest first (pytest's ``iter_markers``
     order): the closest marker wins for a count; guard kinds of stacked markers add up.
@@ -143,12 +173,7 @@ def rules_from_marks(marks: Mapping[str, Iterable[MarkLike]], where: str) -> tup
     max_guards, guards_per_function = _counts_for(
         marks.get(MAX_GUARDS, ()), where, MAX_GUARDS, MAX_GUARDS_FORM
     )
-    try:
-        allowed = _no_args(marks.get(ALLOW_RECOMPILES, ()), ALLOW_RECOMPILES, where)
-    except BudgetError as exc:
-        raise BudgetError(
-            f"{exc}; use @pytest.mark.{MAX_RECOMPILES_FORM} to set a budget"
-        ) from None
+    allowed, eager_fallback = _allowed(marks.get(ALLOW_RECOMPILES, ()), where)
     fullgraph = _no_args(marks.get(FULLGRAPH, ()), FULLGRAPH, where)
     same = _no_args(marks.get(SAME_ACROSS_RANKS, ()), SAME_ACROSS_RANKS, where)
     rules = Budget(
@@ -179,47 +204,50 @@ def rules_from_marks(marks: Mapping[str, Iterable[MarkLike]], where: str) -> tup
         same_across_ranks=f"@pytest.mark.{SAME_ACROSS_RANKS}" if same else None,
         max_guards=max_guards,
         guards_per_function=guards_per_function,
+        eager_fallback=eager_fallback,
     )
     return rules, allowed
 
 
 def choose_total(
     rules: Budget,
-    allowed: bool,
+    allowed: str | None,
     default: Rule[int] | None,
     baseline: Rule[int] | None,
     fullgraph_default: str | None = None,
     guards_default: Rule[int] | None = None,
     baseline_guards: Mapping[str, GuardBaseline] | None = None,
 ) -> Budget | None:
-    """A test's budget: its own ``max_recompiles(n)``, else its baseline, else the default
-    (unless it opted out); the default ``max_guards`` unless it has its own; its baseline's
-    guards; None when nothing gates the test."""
+    """A test's budget: its own ``max_recompiles(n)``, else its baseline, else the default;
+    the default ``max_guards`` and fullgraph unless it has its own; its baseline's guards;
+    None when nothing gates the test.
+
+    Opting out (``allow_recompiles``) lifts the count only: under a default or a baseline
+    the test stays gated with no count, so that a ``recompile_limit`` hit still fails it."""
     if rules.max_guards is None and guards_default is not None:
         rules = replace(rules, max_guards=guards_default)
+    if rules.fullgraph is None and fullgraph_default is not None:
+        rules = replace(rules, fullgraph=fullgraph_default)
     if baseline_guards:
         rules = replace(rules, baseline_guards=baseline_guards)
-    budget: Budget | None = rules
-    if rules.total is None:
-        fallback = None if allowed else (baseline or default)
-        if fallback is not None:
-            budget = replace(rules, total=fallback)
-        elif not (
-            rules.per_function
-            or rules.expect
-            or rules.forbid
-            or rules.fullgraph
-            or rules.max_graph_breaks
-            or rules.max_cudagraph_rerecords
-            or rules.same_across_ranks
-            or rules.max_guards
-            or rules.guards_per_function
-            or rules.baseline_guards
-        ):
-            budget = None
-    if budget is not None and fullgraph_default and budget.fullgraph is None:
-        budget = replace(budget, fullgraph=fullgraph_default)
-    return budget
+    if rules.total is not None:
+        return rules
+    fallback = baseline or default
+    if fallback is not None:
+        return replace(rules, allowed=allowed) if allowed else replace(rules, total=fallback)
+    gates = (
+        rules.per_function
+        or rules.expect
+        or rules.forbid
+        or rules.fullgraph
+        or rules.max_graph_breaks
+        or rules.max_cudagraph_rerecords
+        or rules.same_across_ranks
+        or rules.max_guards
+        or rules.guards_per_function
+        or rules.baseline_guards
+    )
+    return rules if gates else None
 
 
 def budget_from_marks(

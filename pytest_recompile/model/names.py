@@ -35,12 +35,14 @@ FORBID_GUARDS_FORM = "forbid_guards(*kinds: str)"
 MAX_GRAPH_BREAKS_FORM = "max_graph_breaks(n: int >= 0)"
 MAX_CUDAGRAPH_RERECORDS_FORM = "max_cudagraph_rerecords(n: int >= 0)"
 MAX_GUARDS_FORM = "max_guards(n: int >= 0, *, function: str | None = None)"
+ALLOW_RECOMPILES_FORM = "allow_recompiles(*, eager_fallback: bool = False)"
 MARKER_LINES = (
     f"{MAX_RECOMPILES_FORM}: this test may recompile at most n times in total; with "
     "function=, the torch.compile'd function of that name or qualname may recompile at most "
     "n times. Stackable; always enforced, with or without --recompile-budget.",
-    f"{ALLOW_RECOMPILES}: opt this test out of the default budget of --recompile-budget / "
-    "recompile_budget (max_recompiles markers on it still apply).",
+    f"{ALLOW_RECOMPILES_FORM}: opt this test out of the default budget of --recompile-budget / "
+    "recompile_budget (max_recompiles markers on it still apply); a function that hits "
+    "recompile_limit still fails it, unless eager_fallback=True.",
     f"{EXPECT_GUARDS_FORM}: every recompile of this test must be triggered by failing guards of "
     "these kinds (TENSOR_MATCH, EQUALS_MATCH, GLOBAL_STATE, ...); another kind fails the test.",
     f"{FORBID_GUARDS_FORM}: compiled code in this test may not install guards of these kinds on "

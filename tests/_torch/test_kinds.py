@@ -575,6 +575,26 @@ def test_fullgraph_cli_twin_applies_to_every_gated_test(run) -> None:
     )
 
 
+@pytest.mark.parametrize("how", ["flag", "ini"])
+def test_fullgraph_option_alone_gates_every_test(run, pytester: pytest.Pytester, how: str) -> None:
+    """As --recompile-max-guards does, the fullgraph option gates every test on its own: no
+    budget is needed for a graph break to fail (docs/options.md)."""
+    args = ["--recompile-fullgraph"] if how == "flag" else []
+    if how == "ini":
+        pytester.makeini("[pytest]\nrecompile_fullgraph = true\n")
+    source = "\ndef test_print():\n    chatty(torch.ones(2))\n\ndef test_clean():\n    pass\n"
+    result = run(BREAKS + source, *args)
+    result.assert_outcomes(failed=1, passed=1)
+    source_name = "--recompile-fullgraph" if how == "flag" else "recompile_fullgraph (ini)"
+    result.stdout.fnmatch_lines(
+        [
+            "recompile gate: active, default budget none, *, fullgraph",
+            f"{PREFIX} graph break under fullgraph ({source_name}): Failed to trace builtin operator",
+            "2 gated tests, 0 recompiles; 1 broke the gate, *",
+        ]
+    )
+
+
 def test_max_graph_breaks_counts_distinct_sites(run) -> None:
     result = run(
         BREAKS

@@ -3,6 +3,7 @@ sent to a child as JSON and back (pure)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from pytest_recompile.model.budget import Budget, BudgetError, Rule, check_count
 from pytest_recompile.model.judge import judge, rerecords
 from pytest_recompile.model.markers import budget_from_marks
 from pytest_recompile.model.names import MAX_RECOMPILES_FORM
+from pytest_recompile.model.records import FunctionRecord
 
 
 @dataclass
@@ -51,7 +53,9 @@ def test_no_marker_no_default_is_ungated() -> None:
 
 def test_default_applies_and_allow_opts_out() -> None:
     assert budget(default=0) == Budget(Rule(0, "--recompile-budget"))
-    assert budget(default=0, allow=True) is None
+    # Out of the count, still gated: a recompile_limit hit fails it (judge).
+    assert budget(default=0, allow=True) == Budget(allowed="@allow_recompiles")
+    assert budget(allow=True) is None  # no gate asked for: nothing to opt out of
 
 
 def test_closest_total_marker_wins_and_counts_every_function() -> None:
@@ -98,9 +102,39 @@ def test_n_keyword_is_accepted() -> None:
     assert budget(Mark((), {"n": 3})) == expected
 
 
-def test_allow_recompiles_takes_no_arguments() -> None:
-    with pytest.raises(BudgetError, match="takes no arguments"):
+def test_allow_recompiles_takes_no_positional_arguments() -> None:
+    with pytest.raises(BudgetError, match="takes no positional arguments"):
         budget_from_marks({"allow_recompiles": [Mark((1,))]}, Rule(0, "src"), "t")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"eager_fallback": 1}, "must be True or False, got 1"), ({"limit": True}, "'limit'")],
+)
+def test_allow_recompiles_takes_eager_fallback_only(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(BudgetError, match=message) as info:
+        budget_from_marks({"allow_recompiles": [Mark((), kwargs)]}, Rule(0, "src"), "t")
+    assert "allow_recompiles(*, eager_fallback: bool = False)" in str(info.value)
+
+
+def test_eager_fallback_is_said_and_crosses_to_children() -> None:
+    found = budget_from_marks(
+        {"allow_recompiles": [Mark((), {"eager_fallback": True})]}, Rule(0, "src"), "t"
+    )
+    source = "@allow_recompiles(eager_fallback=True)"
+    assert found == Budget(allowed=source, eager_fallback=source)
+    assert found.describe() == (
+        f"any number of recompiles ({source}); recompile_limit hits allowed ({source})"
+    )
+    assert Budget.from_json(json.loads(found.json_text)) == found
+
+
+def test_a_limit_hit_fails_every_budget_but_an_explicit_fallback() -> None:
+    hit = FunctionRecord("f", "f", "t.py", 1, limit="recompile_limit (8)")
+    for rules in (None, Budget(), Budget(allowed="@allow_recompiles"), Budget(Rule(9, "m"))):
+        assert [v.kind for v in judge([hit], rules)] == ["limit"], rules
+    allowed = Budget(allowed="@a", eager_fallback="@a")
+    assert judge([hit], allowed) == []
 
 
 def test_cudagraph_rerecords_are_counted_apart() -> None:
