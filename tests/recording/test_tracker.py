@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import json
 import re
 import sys
 
@@ -244,6 +245,53 @@ def test_in_a_gated_test_it_is_the_gate(recompiles):
 """
     )
     result.assert_outcomes(passed=4)
+
+
+def test_a_caught_warm_refusal_is_the_tests_own_an_uncaught_one_a_violation(
+    run, pytester: pytest.Pytester
+) -> None:
+    """docs/python-api.md: a refusal that leaves the test is a violation of kind warm; one
+    the test catches is its own expectation, no violation, and the recompile it stopped still
+    counts toward the budget (shown as stopped)."""
+    result = run(
+        DOUBLE
+        + """
+from pytest_recompile import CompiledWhileWarm
+
+def refused(recompiles):
+    double(torch.ones(2))
+    with recompiles.warm():
+        double(torch.ones(2, 2))
+
+@pytest.mark.max_recompiles(5)
+def test_caught(recompiles):
+    with pytest.raises(CompiledWhileWarm):
+        refused(recompiles)
+
+@pytest.mark.max_recompiles(0)
+def test_caught_over_budget(recompiles):
+    with pytest.raises(CompiledWhileWarm):
+        refused(recompiles)
+
+@pytest.mark.max_recompiles(5)
+def test_uncaught(recompiles):
+    refused(recompiles)
+""",
+        "--recompile-mode=at-end",
+        "--recompile-report=r.json",
+    )
+    result.assert_outcomes(passed=1, failed=2)
+    tests = {
+        t["nodeid"].split("::")[1]: t
+        for t in json.loads((pytester.path / "r.json").read_text())["tests"]
+    }
+    kinds = {name: [v["kind"] for v in t["violations"]] for name, t in tests.items()}
+    assert kinds == {
+        "test_caught": [], "test_caught_over_budget": ["total"], "test_uncaught": ["warm"]
+    }  # fmt: skip
+    assert {name: t["recompiles"] for name, t in tests.items()} == {
+        "test_caught": 1, "test_caught_over_budget": 1, "test_uncaught": 1
+    }  # fmt: skip
 
 
 def test_library_api_scoped_and_warm() -> None:
