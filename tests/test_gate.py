@@ -345,8 +345,7 @@ def test_a_limit_hit_is_allowed_in_so_many_words(run, pytester: pytest.Pytester)
     """allow_recompiles(eager_fallback=True): the test means it; the hit is still counted
     and shown, and fails nothing."""
     result = run(
-        f"{STEP}\n@pytest.mark.allow_recompiles(eager_fallback=True)"
-        f"{LIMIT_HIT.format(fixture='')}",
+        f"{STEP}\n@pytest.mark.allow_recompiles(eager_fallback=True){LIMIT_HIT.format(fixture='')}",
         "--recompile-budget",
         "--recompile-report=r.json",
     )

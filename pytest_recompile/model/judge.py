@@ -121,10 +121,12 @@ def judge(
     cudagraph_recordings: list[str] | None = None,
 ) -> list[Violation]:
     """Every way ``records`` break ``budget``; a recompile_limit hit always does, unless the
-    budget allows the eager fallback in so many words (``allow_recompiles(eager_fallback=True)``)."""
+    budget allows the eager fallback in so many words (``eager_fallback=True``)."""
     found = []
     if budget is None or budget.eager_fallback is None:
-        found += [Violation("limit", r.recompile_count, None, r.limit, r) for r in records if r.limit]
+        found += [
+            Violation("limit", r.recompile_count, None, r.limit, r) for r in records if r.limit
+        ]
     if budget is None:
         return found
     counted: list[FunctionRecord] = []  # the functions whose recompiles the total counts

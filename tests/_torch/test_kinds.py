@@ -589,7 +589,8 @@ def test_fullgraph_option_alone_gates_every_test(run, pytester: pytest.Pytester,
     result.stdout.fnmatch_lines(
         [
             "recompile gate: active, default budget none, *, fullgraph",
-            f"{PREFIX} graph break under fullgraph ({source_name}): Failed to trace builtin operator",
+            f"{PREFIX} graph break under fullgraph ({source_name}): "
+            "Failed to trace builtin operator",
             "2 gated tests, 0 recompiles; 1 broke the gate, *",
         ]
     )

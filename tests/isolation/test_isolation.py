@@ -720,7 +720,7 @@ def test_after():
     )
     result.assert_outcomes(passed=4)
     reused = {t["nodeid"].split("::")[1]: t["reused"] for t in read_json("r.json")["tests"]}
-    assert reused == {"test_a": 0, "test_stance": 0, "test_after": 1}
+    assert reused == {"test_a": 0, "test_stance": 0, "test_warm": 0, "test_after": 1}
 
 
 @keeps_entries
