@@ -310,7 +310,6 @@ def test_warm():
         assert (cold["hits"], warm["misses"]) == (0, 0), (cache, cold, warm)
         assert cold["misses"] >= 1, (cache, cold)
         assert warm["hits"] >= 1, (cache, warm)
-    assert tests["test_cold"]["compile_seconds"] > tests["test_warm"]["compile_seconds"]
     result.stdout.fnmatch_lines(
         ["*s recompiles  test_it.py::test_cold  [[]cold: fx_graph 0 hits, 1 miss; *]"]
     )
