@@ -16,6 +16,7 @@ import runpy
 import shlex
 import sys
 from collections.abc import Callable
+from fnmatch import fnmatch
 from importlib.metadata import version
 from pathlib import Path
 
@@ -29,10 +30,12 @@ from docblocks import (
     assert_pasted,
     blocks,
     checked_blocks,
+    compares_its_blocks,
     documents,
     readme_example_args,
     reads_its_blocks,
     stray_markers,
+    torch_worded,
 )
 from snippets import inner_args, keeps_entries
 
@@ -89,6 +92,29 @@ def test_every_block_is_checked(request: pytest.FixtureRequest) -> None:
         marker = MARKER.fullmatch(block.text.strip())
         assert marker is not None, block
         assert reads_its_blocks(marker.group(1)), block
+
+
+def test_a_test_that_reads_blocks_must_compare_them() -> None:
+    """The marker check can fail: a test that reads its blocks and compares nothing is none."""
+    reads_only = (
+        "def test_x(request):\n    for block in checked_blocks(request):\n        print(block)\n"
+    )
+    assert not compares_its_blocks(reads_only, "test_x")
+    asserts = reads_only + "    assert block.text\n"
+    assert compares_its_blocks(asserts, "test_x")
+    pasted = reads_only + "    assert_pasted(block, 'out')\n"
+    assert compares_its_blocks(pasted, "test_x")
+    compares_only = "def test_x():\n    assert 1\n"
+    assert not compares_its_blocks(compares_only, "test_x")
+
+
+def test_torch_wording_is_compared_where_this_release_words_it_alike() -> None:
+    patterns = ["  fix: Avoid calling builtin `print`", "graph break 1 at t.py:3", "plain"]
+    lines = ["  fix: Do not call print", "graph break 1 at t.py:3", "plain"]
+    assert torch_worded(patterns, lines) == ["  fix: *", "graph break 1 at t.py:3", "plain"]
+    # the plugin's words before torch's part still count, and a line without one is exact
+    assert not fnmatch("  hint: Do not call print", torch_worded(patterns, lines)[0])
+    assert torch_worded(["gone"], ["other"]) == ["gone"]
 
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
