@@ -9,8 +9,8 @@ guard that compares the call's backend with the entry's (torch checks that on it
 not on that one). Variant A calls a function whose entry sits in torch's own list; variant B
 an identical function whose entry a module fixture compiled and isolation kept. Blocks of 500
 calls alternate ABBA inside one test, in ``--reps`` fresh pytest processes; the ratio of the
-medians B/A is reported (no target: what a kept entry adds per call, in microseconds, is the
-figure to read beside the per-call cost of the compiled function).
+medians B/A is reported. ``benchmarks/run.py --only kept`` (benchmark 16) runs the same with
+an interval and a target.
 """
 
 from __future__ import annotations
@@ -71,6 +71,27 @@ def test_2_calls(warmed, recompiles):
 """
 
 
+def kept_times(root: Path, reps: int, calls: int) -> dict[str, list[float]]:
+    """Microseconds per call of each block of 500, A (torch's own list) and B (a kept
+    fixture entry), over ``reps`` fresh gated pytest processes run in ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "test_kept.py").write_text(textwrap.dedent(SUITE).replace("CALLS", str(calls)))
+    out = root / "times.json"
+    env = {**os.environ, "BENCH_OUT": str(out)}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    times: dict[str, list[float]] = {"a": [], "b": []}
+    for _ in range(reps):
+        done = subprocess.run(
+            [*command, "test_kept.py", "--recompile-budget"], cwd=root, env=env,
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise SystemExit(f"the kept-entry suite failed:\n{done.stdout[-3000:]}")
+        for variant, found in json.loads(out.read_text()).items():
+            times[variant] += found
+    return times
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -78,32 +99,8 @@ def main() -> int:
     args = parser.parse_args()
     reps = args.reps or (1 if args.quick else 5)
     calls = 2000 if args.quick else 20000
-    times: dict[str, list[float]] = {"a": [], "b": []}
     with tempfile.TemporaryDirectory(prefix="recompile-kept-") as tmp:
-        root = Path(tmp)
-        (root / "test_kept.py").write_text(textwrap.dedent(SUITE).replace("CALLS", str(calls)))
-        out = root / "times.json"
-        env = {**os.environ, "BENCH_OUT": str(out)}
-        command = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:randomly",
-            "-p",
-            "no:cacheprovider",
-        ]
-        for _ in range(reps):
-            done = subprocess.run(
-                [*command, "test_kept.py", "--recompile-budget"], cwd=root, env=env,
-                capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            if done.returncode != 0:
-                print(done.stdout[-3000:], file=sys.stderr)
-                return 1
-            for variant, found in json.loads(out.read_text()).items():
-                times[variant] += found
+        times = kept_times(Path(tmp), reps, calls)
     a, b = statistics.median(times["a"]), statistics.median(times["b"])
     import torch
 

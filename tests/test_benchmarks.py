@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +27,8 @@ def test_benchmark_quick_mode_runs() -> None:
     assert [name.removeprefix("(no target) ").split(":")[0] for name in names] == [
         "start-up",
         "gated suite",
-        "hot path",
+        "hot path (sentinel",
+        "kept-entry call",
         "fail-fast saving",
         "the same, warm compile cache",
         "memory",
@@ -44,6 +47,46 @@ def test_benchmark_quick_mode_runs() -> None:
         "fast suite, gated",
     ]
     assert "Added per gated test, median difference / tests:" in proc.stdout
+    header = [cell.strip() for cell in rows[0].split("|")[1:-1]]
+    assert header[3:] == [
+        "reps", "A median (spread)", "B median (spread)", "B/A", "95% interval", "target",
+        "verdict",
+    ]  # fmt: skip
+    for row in rows[1:]:
+        cells = [cell.strip() for cell in row.split("|")[1:-1]]
+        low, high = map(float, cells[7].split("-"))
+        assert low <= float(cells[6]) <= high, row
+        assert cells[9] in ("met", "NO", "inconclusive", "-"), row
+
+
+def load_run() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_run", BENCH)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("b", "verdict"),
+    [
+        ([1.00, 1.01, 0.99, 1.00, 1.02, 0.98, 1.00], "met"),  # well within 1.05
+        ([1.20, 1.22, 1.19, 1.21, 1.20, 1.18, 1.23], "NO"),  # all beyond
+        ([0.95, 1.12, 1.00, 1.10, 0.97, 1.08, 1.03], "inconclusive"),  # the target inside
+    ],
+)
+def test_a_verdict_comes_from_the_interval(b: list[float], verdict: str) -> None:
+    run = load_run()
+    a = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0]
+    result = run.Result("r", "A", "B", a, b, 1.05)
+    low, high = result.interval
+    assert low <= result.ratio <= high
+    assert result.verdict == verdict, (low, high)
+    assert result.met == (verdict == "met")
+    assert run.Result("r", "A", "B", a, b, float("inf")).verdict == "-"
+    assert run.ratio_interval(a, b) == run.ratio_interval(a, b)  # one seed: reproducible
 
 
 def test_shards_benchmark_quick_mode_runs() -> None:
