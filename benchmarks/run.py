@@ -5,8 +5,8 @@
 
 Each benchmark runs a variant A (the plugin off, or not asked for) and a variant B (the plugin
 on) in the same session, interleaved (A B B A A B ...), each in a fresh pytest process, and
-reports the median and the spread of each, the ratio of the medians B/A and its interval. Absolute times
-depend on the machine; the ratios are what the targets are about.
+reports the median and the spread of each, the ratio of the medians B/A and its interval.
+Absolute times depend on the machine; the ratios are what the targets are about.
 
 1. start-up: ``pytest --collect-only`` of 200 plain tests, plugin installed but not asked for
    (B) vs ``-p no:recompile`` (A), in instructions (callgrind), for this checkout's editable
