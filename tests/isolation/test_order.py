@@ -208,6 +208,7 @@ def test_a_baseline_taken_in_one_order_passes_in_the_other(pytester: pytest.Pyte
             *inner_args("--recompile-budget", "--recompile-baseline=base.json", *order)
         )
         checked.assert_outcomes(passed=len(EXPECTED))
-        # test_opted_out is not gated; test_warmed_big and TestWarmedClass::test_big recompile
-        # only against the wider fixtures' kept warm-ups.
-        assert_totals(checked, gated=17, recompiles=10 if versions.can_keep_entries() else 8)
+        # test_opted_out is gated without a count (its 1 recompile counted, failing nothing);
+        # test_warmed_big and TestWarmedClass::test_big recompile only against the wider
+        # fixtures' kept warm-ups.
+        assert_totals(checked, gated=18, recompiles=11 if versions.can_keep_entries() else 9)
