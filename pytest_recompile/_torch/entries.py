@@ -61,12 +61,34 @@ def entries(code: CodeType) -> list[KeptEntry]:
             e.compile_id,
             e.guard_manager,
             e.code,
-            getattr(e, "backend", None),
+            _backend_of(code, e),
             getattr(e, "isolate_recompiles_id", None),
         )
         for e in entry_list(code)
         if not _dead(e)
     ]
+
+
+# The backend each compile was for, by code object and compile id, where torch's CacheEntry
+# does not say (2.9: torch compares it in C++ and shows no ``backend``): noted as the compile
+# starts (:func:`note_backend`), so that a kept entry still answers its own backend only.
+_BACKENDS: IdentityMap[CodeType, dict[str, Any]] = IdentityMap()
+
+
+def note_backend(code: CodeType, compile_id: Any, compiler_fn: Any) -> None:
+    """The compile ``compile_id`` of ``code`` is for ``compiler_fn`` (a compile id torch
+    numbers again after a reset is overwritten by the newer compile)."""
+    if compiler_fn is not None and not versions.cache_entry_has_backend():
+        _BACKENDS.setdefault(code, {})[str(compile_id)] = backends.innermost_backend(compiler_fn)
+
+
+def _backend_of(code: CodeType, entry: Any) -> Any:
+    """The backend ``entry`` was compiled for: torch's own field, else what
+    :func:`note_backend` noted (None: not known, and the entry answers any backend)."""
+    backend = getattr(entry, "backend", None)
+    if backend is None:
+        backend = _BACKENDS.get(code, {}).get(str(entry.compile_id))
+    return backend
 
 
 def entry_alive(entry: KeptEntry) -> bool:
@@ -339,13 +361,16 @@ _TORCH_BACKEND_NAMES = " Cached backend: {cached}. New backend: {new}."
 
 def _as_torch_words(reason: str, entry: KeptEntry, compiler_fn: Any) -> str:
     """A kept entry's backend failure, worded as torch words it for an entry of its own list
-    (both backends named where torch names them), so that a test reads the same whichever
-    list held the entry."""
+    (both backends named where torch names them; no words at all where torch gives none, as
+    2.9 does), so that a test reads the same whichever list held the entry."""
     head, found, _ = reason.partition(BACKEND_MISMATCH)
     if not found or entry.backend is None:
         return reason
+    words = _backend_words()
+    if words == "none":
+        return head  # "0/0: " and nothing: torch's own reason for such an entry
     names = ""
-    if _names_backends():
+    if words == "names":
         import torch._dynamo.guards as dynamo_guards
 
         describe = getattr(dynamo_guards, "describe_backend", repr)
@@ -355,15 +380,19 @@ def _as_torch_words(reason: str, entry: KeptEntry, compiler_fn: Any) -> str:
 
 
 @functools.cache
-def _names_backends() -> bool:
-    """Whether this torch's own BACKEND_MATCH reason names the two backends: read once from
-    the source of the module that words it."""
+def _backend_words() -> str:
+    """How this torch words an entry of its own list made for another backend: ``names``
+    (both backends named: 2.13, 2.15), ``plain`` (2.10), ``none`` (an empty reason: 2.9).
+    Read once from the source of the module that words it."""
     import torch._dynamo.guards as dynamo_guards
 
     try:
-        return "Cached backend:" in inspect.getsource(dynamo_guards)
+        source = inspect.getsource(dynamo_guards)
     except (OSError, TypeError):  # no source (a frozen or stripped install): the newer words
-        return True
+        return "names"
+    if "Cached backend:" in source:
+        return "names"
+    return "plain" if "different backend callables" in source else "none"
 
 
 def recompiling(code: CodeType, reasons: tuple[str, ...]) -> None:

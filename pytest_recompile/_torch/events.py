@@ -232,6 +232,7 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
         failed = entries.dropped_reasons(dropped, user_frame, compiler_fn) if dropped else ()
         if failed:
             entries.recompiling(code, failed)
+    entries.note_backend(code, compile_id, loc.get("compiler_fn"))
     exceeded, limit_type = exceeds_recompile_limit(cache_size, compile_id)
     function, label = _parent_code(code), None
     if user_frame is not None:

@@ -206,6 +206,16 @@ def epilogue_guard_arguments() -> int:
 
 
 @functools.cache
+def cache_entry_has_backend() -> bool:
+    """torch's CacheEntry shows the backend it was compiled for (2.10+?; not 2.9.1, which
+    compares it in C++ only): a kept entry's backend is then read from it, else noted at the
+    compile (:func:`.entries.note_backend`)."""
+    import torch._C._dynamo.eval_frame as eval_frame
+
+    return hasattr(getattr(eval_frame, "_CacheEntry", None), "backend")
+
+
+@functools.cache
 def reuses_where_it_keeps() -> bool:
     """No reuse to miss: this torch reuses, or keeps no single entries at all (its full reset
     is told by the isolation line)."""
@@ -343,6 +353,7 @@ PROBES = (
     can_keep_entries,
     can_reuse_compiles,
     precompile_entry_takes_region,
+    cache_entry_has_backend,
     has_compile_callbacks,
     caches_config_reads,
     *(probe for probe, _ in DEGRADED),
