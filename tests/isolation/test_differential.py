@@ -57,6 +57,7 @@ LIMIT_HIT = (
 )
 RULES = {
     "test_fail_on_recompile_limit_hit_raises_torchs_error": LIMIT_HIT,
+    "test_limit_hit_falls_back_to_eager": LIMIT_HIT,
     "test_partials_of_two_functions": SHARED_WRAPPER,
     "test_callable_objects_of_two_classes": SHARED_WRAPPER,
     "test_wrapped_linear_then_tanh": SHARED_WRAPPER,
@@ -64,6 +65,20 @@ RULES = {
 # A torch that cannot keep single cache entries (before 2.9) starts each gated test from a full
 # reset, so warm-ups are not kept: every count may differ from alone, and the report says so.
 RESET = f"reset fallback (report: isolation 'reset'): {RESET_FALLBACK}"
+# torch 2.7 and 2.8 under set_stance("eager_then_compile"): each call gets a new delayed
+# callback, and torch compares a cache entry's backend by identity, so whether a call matches
+# the entry the previous call compiled depends on whether the new callback reuses the freed
+# one's address: torch's own count moves with the file's layout, plugin off and alone too
+# (tried: one file reads 0 alone and 1 in a whole run, with -p no:recompile).
+ADDRESS_REUSE = (
+    "torch 2.7/2.8 eager_then_compile: a new callback per call compared by identity (address"
+    " reuse decides torch's own count, plugin off too)"
+)
+UNSTABLE_BEFORE_2_9 = {
+    "test_eager_then_compile_static": ADDRESS_REUSE,
+    "test_eager_then_compile_varying": ADDRESS_REUSE,
+    "test_eager_then_compile_stance": ADDRESS_REUSE,
+}
 
 COMMON = ["-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q"]
 # Environment variables that would change what the inner runs load or how they behave (they
@@ -149,20 +164,25 @@ class FullRun:
 
 def classify(cells: tuple[str, ...], rule: str, ran_clean: bool) -> str:
     """One scenario's cells (forward, reversed, -n 2, alone): ``agree``, ``ruled`` or
-    ``mismatch``. A documented rule excuses the alone cell only, and only in the direction
-    every rule documents (the plugin counts fewer recompiles than torch's metrics: a refused
-    attempt at the limit, a shared wrapper's first compile, a warm-up the reset dropped);
-    the three runs of the plugin must still agree with each other, graph breaks included."""
+    ``mismatch``. A documented rule excuses the alone cell only, in the direction it
+    documents: fewer recompiles than torch's metrics count (a refused attempt at the limit, a
+    shared wrapper's first compile); either way under the reset fallback (a dropped warm-up
+    makes a first compile of a recompile, or a static compile of a dynamic one). The three
+    runs of the plugin must still agree with each other, graph breaks included, but where
+    torch's own count is unstable (:data:`ADDRESS_REUSE`)."""
     if not ran_clean:
         return "mismatch"
     if len(set(cells)) == 1:
         return "agree"
+    if rule == ADDRESS_REUSE:
+        return "ruled"
     *plugin, alone = cells
     if not rule or len(set(plugin)) != 1:
         return "mismatch"
     ours, theirs = plugin[0].split(" "), alone.split(" ")
-    fewer = ours[0].isdigit() and theirs[0].isdigit() and int(ours[0]) < int(theirs[0])
-    return "ruled" if fewer and ours[1:] == theirs[1:] else "mismatch"
+    if not (ours[0].isdigit() and theirs[0].isdigit()) or ours[1:] != theirs[1:]:
+        return "mismatch"
+    return "ruled" if rule == RESET or int(ours[0]) < int(theirs[0]) else "mismatch"
 
 
 def test_a_rule_excuses_the_alone_cell_only_in_its_direction() -> None:
@@ -175,6 +195,9 @@ def test_a_rule_excuses_the_alone_cell_only_in_its_direction() -> None:
     assert classify(("2", "2", "2", "1"), LIMIT_HIT, True) == "mismatch"  # the wrong way
     assert classify(("0 +1gb", "0 +1gb", "0 +1gb", "1"), LIMIT_HIT, True) == "mismatch"
     assert classify(("0 +1gb", "0 +1gb", "0 +1gb", "1 +1gb"), RESET, True) == "ruled"
+    assert classify(("1", "1", "1", "0"), RESET, True) == "ruled"  # a dropped dynamic warm-up
+    assert classify(("1", "0", "1", "0"), RESET, True) == "mismatch"  # still one order
+    assert classify(("1", "0", "1", "0"), ADDRESS_REUSE, True) == "ruled"
     assert classify(("1", "1", "1", "1"), "", False) == "mismatch"  # an outcome differed
 
 
@@ -293,7 +316,9 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
         # The forward run's collection names the tests; the alone runs start as soon as it
         # ends, sharing the two slots with the reversed run.
         forward = forward_future.result()
-        gated = [item for item in forward.items if not item["ungated"]]
+        # Every scenario is gated: allow_recompiles lifts the count only (a limit hit, the
+        # count itself, are still the test's, and must read as alone).
+        gated = list(forward.items)
         suite, release = suite_hash(), release_key()
         cached = cached_alone(suite, release)
         if cached is not None and set(cached) == {item["nodeid"] for item in gated}:
@@ -330,7 +355,7 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
     assert len(gated) >= MIN_SCENARIOS, f"only {len(gated)} gated scenarios collected"
     assert {i["nodeid"] for i in reverse.items} == {i["nodeid"] for i in forward.items}
     assert set(xdist.tests) == set(forward.tests), "the -n 2 run reported other tests"
-    stale = sorted(set(RULES) - set(names))
+    stale = sorted((set(RULES) | set(UNSTABLE_BEFORE_2_9)) - set(names))
     assert not stale, f"RULES name tests the suite does not have: {stale}"
 
     runs = (forward, reverse, xdist)
@@ -349,6 +374,8 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
         )
         reset = ran_clean and any(run.tests[nodeid]["isolation"] == "reset" for run in runs)
         rule = RESET if reset else RULES.get(name, "")
+        if reset and name in UNSTABLE_BEFORE_2_9:  # reset: torch 2.7 or 2.8
+            rule = UNSTABLE_BEFORE_2_9[name]
         found = classify(cells, rule, ran_clean)
         if found == "agree":
             agree += 1

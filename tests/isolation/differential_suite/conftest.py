@@ -17,7 +17,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     # The alone runs have the recompile plugin off, which registers these otherwise.
-    config.addinivalue_line("markers", "allow_recompiles: opt out of the default budget")
+    config.addinivalue_line("markers", "allow_recompiles: out of the default count")
     config.addinivalue_line("markers", "max_recompiles(n, function=None): recompile cap")
 
 

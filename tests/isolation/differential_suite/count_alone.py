@@ -13,9 +13,9 @@ Environment:
     write ``{nodeid: {"recompiles": n, "breaks": sites}}`` there at the end of the session
     (turns counting on); ``breaks`` counts the distinct graph-break sites of its phases.
 ``COUNT_ALONE_RECORD``
-    write ``{"items": [{"nodeid", "name", "ungated"}], "outcomes": {nodeid: outcome},
-    "messages": {nodeid: message}}`` there: the collected tests in run order, whether each is
-    marked ``allow_recompiles``, each test's outcome (``passed``, ``failed``, ``error``,
+    write ``{"items": [{"nodeid", "name"}], "outcomes": {nodeid: outcome},
+    "messages": {nodeid: message}}`` there: the collected tests in run order, each test's
+    outcome (``passed``, ``failed``, ``error``,
     ``skipped``) and, for a test that failed or errored, the phase and the first error's
     message (for a skipped one, its reason). Touches no torch, so it may ride along a run with
     the recompile plugin on.
@@ -140,7 +140,7 @@ class Counter:
 
 
 class Recorder:
-    """The collected tests, whether each is opted out, and each test's outcome."""
+    """The collected tests and each test's outcome."""
 
     def __init__(self) -> None:
         self.items: list[dict[str, Any]] = []
@@ -148,14 +148,7 @@ class Recorder:
         self.messages: dict[str, str] = {}
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.items = [
-            {
-                "nodeid": item.nodeid,
-                "name": item.name,
-                "ungated": item.get_closest_marker("allow_recompiles") is not None,
-            }
-            for item in session.items
-        ]
+        self.items = [{"nodeid": item.nodeid, "name": item.name} for item in session.items]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or report.failed or report.skipped:
