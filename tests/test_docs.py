@@ -422,6 +422,28 @@ def test_the_inner_loop_skips_only_slow_tests(request: pytest.FixtureRequest) ->
     assert set(json.loads(cache.read_text())) == {"suite", "runs"}
 
 
+def test_the_benchmark_tables_have_intervals(request: pytest.FixtureRequest) -> None:
+    """A pasted benchmark table is the script's: its header, and each verdict what the row's
+    interval says against its target (the rule of ``Result.verdict``)."""
+    source = (ROOT / "benchmarks" / "run.py").read_text()
+    for block in checked_blocks(request):
+        header, _, *rows = block.lines
+        for cell in header.strip("| ").split(" | "):
+            assert cell in source, (block, cell)
+        for row in rows:
+            cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+            ratio, (low, high), target, verdict = (
+                float(cells[6]), map(float, cells[7].split("-")), cells[8], cells[9]
+            )  # fmt: skip
+            assert low <= ratio <= high, row
+            if target == "-":
+                assert verdict == "-", row
+                continue
+            bound = float(target.removeprefix("<= "))
+            expected = "met" if high <= bound else "NO" if low > bound else "inconclusive"
+            assert verdict == expected, row
+
+
 def test_the_benchmark_commands_exist(request: pytest.FixtureRequest) -> None:
     for block in checked_blocks(request):
         for command in block.commands:

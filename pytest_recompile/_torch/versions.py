@@ -207,9 +207,9 @@ def epilogue_guard_arguments() -> int:
 
 @functools.cache
 def cache_entry_has_backend() -> bool:
-    """torch's CacheEntry shows the backend it was compiled for (2.10+?; not 2.9.1, which
-    compares it in C++ only): a kept entry's backend is then read from it, else noted at the
-    compile (:func:`.entries.note_backend`)."""
+    """torch's CacheEntry shows the backend it was compiled for (2.13 and 2.15 do; 2.9.1 does
+    not, comparing it in C++ only): a kept entry's backend is then read from it, else noted
+    at the compile (:func:`.entries.note_backend`)."""
     import torch._C._dynamo.eval_frame as eval_frame
 
     return hasattr(getattr(eval_frame, "_CacheEntry", None), "backend")
