@@ -336,10 +336,16 @@ def test_full_runs_agree_with_each_test_alone(pytester: pytest.Pytester) -> None
         xdist = xdist_future.result()
 
     if cached is not None:
+        # torch's own alone count of an ADDRESS_REUSE scenario moves with memory layout (a
+        # checkout at another path reads another count): not held to the cache on that torch.
+        from pytest_recompile._torch import versions
+
+        unstable = set() if versions.can_keep_entries() else set(UNSTABLE_BEFORE_2_9)
         differ = {  # the counts and outcomes (a failure's message names temporary paths)
             nodeid: (cached[nodeid], fresh.to_json())
             for nodeid, fresh in ran.items()
             if (cached[nodeid]["count"], cached[nodeid]["outcome"]) != (fresh.count, fresh.outcome)
+            and nodeid.rpartition("::")[2] not in unstable
         }
         assert not differ, f"{ALONE_CACHE.name} is stale (cached, fresh): {differ}"
         alone = {nodeid: AloneRun.cached(nodeid, found) for nodeid, found in cached.items()}
