@@ -103,6 +103,11 @@ def test_limit():
     assert "uncompiled" not in annotation
 
 
+@pytest.mark.skipif(
+    TORCH_RELEASE < (2, 9),
+    reason="torch 2.7/2.8 give eager_then_compile a new callback per call, compared by identity:"
+    " address reuse decides torch's own count (docs/compatibility.md)",
+)
 def test_eager_then_compile_stance_counts_what_torch_compiled(run) -> None:
     result = run(
         DOUBLE
