@@ -14,6 +14,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "Budget": "model.budget",
     "BudgetError": "model.budget",
+    "Certificate": "model.certificate",
+    "DomainError": "model.certificate",
     "Reason": "model.guards",
     "InstalledGuard": "model.guards",
     "GraphBreak": "model.records",
@@ -24,6 +26,7 @@ _LAZY = {
     "RecompileGateError": "recording.errors",
     "RecompileTracker": "recording.tracker",
     "Rule": "model.budget",
+    "Size": "model.certificate",
     "Violation": "model.judge",
     "warm": "recording.tracker",
 }
@@ -31,7 +34,9 @@ _LAZY = {
 __all__ = [
     "Budget",
     "BudgetError",
+    "Certificate",
     "CompiledWhileWarm",
+    "DomainError",
     "FunctionRecord",
     "GraphBreak",
     "InstalledGuard",
@@ -41,6 +46,7 @@ __all__ = [
     "RecompileGateError",
     "RecompileTracker",
     "Rule",
+    "Size",
     "Violation",
     "__version__",
     "warm",
@@ -48,6 +54,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .model.budget import Budget, BudgetError, Rule
+    from .model.certificate import Certificate, DomainError, Size
     from .model.guards import InstalledGuard, Reason
     from .model.judge import Violation
     from .model.records import FunctionRecord, GraphBreak, Recompile

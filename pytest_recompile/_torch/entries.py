@@ -8,7 +8,7 @@ import functools
 import inspect
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import CodeType
 from typing import Any
@@ -456,12 +456,6 @@ def dropped_reasons(
     """Each dropped entry's guard failure for this frame, in torch's words: what torch
     would have found on its own list, had the reset left the entries there. Empty when one of
     them passes: torch would have answered the call from it, without a compile."""
-    from torch._dynamo import guards
-
-    helper = getattr(guards, "get_guard_fail_reason_helper", None)
-    options: dict[str, Any] = {}
-    if helper is not None and "backend" in inspect.signature(helper).parameters:  # 2.10+
-        options["backend"] = backends.innermost_backend(compiler_fn)
     f_locals = user_frame.f_locals
     reasons = []
     for entry in dropped:
@@ -469,12 +463,39 @@ def dropped_reasons(
             continue
         if entry.guard_manager.check(f_locals):
             return ()
-        if helper is not None:  # its words, without guard_failures or a guard_fail_fn
-            reasons.append(helper(entry.guard_manager, f_locals, entry.compile_id, **options))
-        else:
-            parts = entry.guard_manager.check_verbose(f_locals).verbose_code_parts
-            reasons.append(f"{entry.compile_id}: {'; '.join(parts)}")
+        reasons.append(fail_reason(entry, f_locals, compiler_fn))
     return tuple(reasons)
+
+
+def fail_reason(entry: KeptEntry, f_locals: Any, compiler_fn: Any = None) -> str:
+    """``0/1: <failing guard>``: why ``entry`` rejects a call with these arguments, in torch's
+    words, without recording it (no ``guard_failures``, no ``guard_fail_fn``)."""
+    from torch._dynamo import guards
+
+    helper = getattr(guards, "get_guard_fail_reason_helper", None)
+    if helper is None:
+        parts = entry.guard_manager.check_verbose(f_locals).verbose_code_parts
+        return f"{entry.compile_id}: {'; '.join(parts)}"
+    options: dict[str, Any] = {}
+    if "backend" in _parameters(helper):  # 2.10+
+        options["backend"] = backends.innermost_backend(compiler_fn)
+    return str(helper(entry.guard_manager, f_locals, entry.compile_id, **options))
+
+
+@functools.cache
+def _parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
+    return tuple(inspect.signature(fn).parameters)
+
+
+@contextlib.contextmanager
+def checking(compiler_fn: Any) -> Iterator[None]:
+    """Ask re-installed entries for an answer outside a call (a certificate): they compare
+    ``compiler_fn``'s backend where given (else answer any), and take no offer."""
+    _CHECKING.append(compiler_fn if compiler_fn is not None else False)
+    try:
+        yield
+    finally:
+        _CHECKING.pop()
 
 
 def calling_region() -> int:

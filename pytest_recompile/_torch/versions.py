@@ -247,6 +247,17 @@ def can_error_on_graph_break() -> bool:
 
 
 @functools.cache
+def can_certify() -> bool:
+    """What the shape certificate reads: a code object's cache entries, and each entry's guard
+    tree evaluated on a dict of arguments (``GuardManagerWrapper.check``; 2.7+)."""
+    import torch._C._dynamo.eval_frame as eval_frame
+    import torch._C._dynamo.guards as guards
+
+    wrapper = getattr(guards, "GuardManager", None) or getattr(guards, "RootGuardManager", None)
+    return hasattr(eval_frame, "_debug_get_cache_entry_list") and wrapper is not None
+
+
+@functools.cache
 def has_graph_break_records() -> bool:
     """torch's list of the graph breaks it made (``utils.graph_break_reasons``)."""
     import torch._dynamo.utils as dynamo_utils
@@ -301,6 +312,11 @@ DEGRADED = (
         "guard counts: this torch's guard trees do not list the guards under a dict it "
         "iterated (DictGuardManager.get_key_value_managers); a ModuleList's layers are left "
         "out of max_guards counts and forbid_guards",
+    ),
+    (
+        can_certify,
+        "certificates: this torch lists no cache entries or guard trees to evaluate; "
+        "recompiles.covers() raises",
     ),
     (
         can_error_on_graph_break,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .budget import Budget
+from .certificate import Certificate
 from .guard_cost import EntryGuards, largest
 from .guards import InstalledGuard, Reason, kind_matches
 from .records import FunctionRecord, GraphBreak, Recompile, distinct_breaks
@@ -33,6 +34,7 @@ class Violation:
     counted: tuple[FunctionRecord, ...] = ()  # total: the functions whose recompiles it counts
     entry: EntryGuards | None = None  # guards: the entry that checks the most
     values: tuple[str, ...] = ()  # new_guards: "KIND source" of the guards the baseline lacks
+    certificate: Certificate | None = None  # uncovered: the points that would compile again
 
 
 def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ...]:

@@ -154,20 +154,27 @@ def violation_message(v: Violation) -> str:
         return _unknown_function(v)
     if v.kind == "fullgraph":
         return f"graph break under fullgraph ({v.source}): {v.breaks[0].reason}"
+    if v.kind == "uncovered" and v.certificate is not None:
+        return f"{v.certificate.message()} ({v.source})"
     return f"{plural(v.used, 'recompile')}{_worst_text(v)}, budget {v.allowed} ({v.source})"
 
 
 def violation_result(v: Violation) -> ViolationResult:
     """A broken rule, frozen: its wording and the evidence the failure message shows."""
-    return {
+    certificate = v.certificate
+    function = v.function.qualname if v.function is not None else None
+    found: ViolationResult = {
         "kind": v.kind,
         "source": v.source,
         "message": violation_message(v),
-        "function": v.function.qualname if v.function is not None else None,
+        "function": certificate.function if certificate is not None else function,
         "reasons": [r.to_dict() for r in v.reasons],
         "guards": [g.to_dict() for g in v.guards],
         "breaks": [b.to_dict() for b in v.breaks],
     }
+    if certificate is not None:
+        found["certificate"] = certificate.to_dict()
+    return found
 
 
 def told(kind: ViolationKind, source: str, message: str) -> ViolationResult:

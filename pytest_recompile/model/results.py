@@ -24,6 +24,7 @@ RuleKind = Literal[
     "fullgraph",
     "cudagraph_rerecords",
     "unknown_function",
+    "uncovered",
 ]
 """The rule a judged block broke (a :class:`~pytest_recompile.model.judge.Violation`'s kind)."""
 
@@ -133,7 +134,38 @@ class GraphBreakResult(TypedDict):
     hint: str | None
 
 
-class ViolationResult(TypedDict):
+class CertificateGroupResult(TypedDict):
+    """Points of a certified domain that one guard rejects, or that one cause leaves
+    undecided, as ranges (``#/$defs/certificate_group``)."""
+
+    where: str  # x.size(0) in {0, 1}
+    points: int
+    undecided: bool
+    guard: str  # the rejecting guard (kind, torch's text, entry), or why it is undecided
+    site: SourceLineResult | None  # the line that installed it, where torch names one
+    fix: str
+
+
+class CertificateResult(TypedDict):
+    """Which points of a declared domain would compile again (``#/$defs/certificate``)."""
+
+    function: str
+    file: str
+    line: int
+    domain: str
+    points: int
+    entries: int  # the cache entries the points were checked against
+    uncovered: int
+    undecided: int
+    groups: list[CertificateGroupResult]
+    seconds: float
+
+
+class _Certified(TypedDict, total=False):
+    certificate: CertificateResult  # uncovered: the certificate that broke (not in old reports)
+
+
+class ViolationResult(_Certified):
     """One broken rule: ``message`` is its wording without the ``pytest-recompile:`` prefix,
     built once; every output reads it. The evidence beside it is what the failure message
     shows: the function it concerns (its qualname), the reasons of recompiles of a kind not

@@ -15,17 +15,20 @@ plugin::
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from types import TracebackType
+from typing import Any
 
 from .._torch import caches, dynamic_state, entries, events, hooks, instruments, versions
 from ..model.budget import Budget, Rule, check_count
+from ..model.certificate import Certificate
 from ..model.faults import Faults
 from ..model.guards import InstalledGuard
 from ..model.judge import Violation, judge, unknown_functions
-from ..model.names import MODES
+from ..model.names import MODES, relative
 from ..model.records import FunctionRecord, GraphBreak, distinct_breaks
 from ..model.results import CachesResult
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded, warm_message, warm_refusal
@@ -85,6 +88,7 @@ class RecompileTracker(Recorder):
         self.stop_at_breaks = True
         self.active = False
         self._settled = False  # nothing happened since the last refresh: no need of another
+        self.certificates: list[tuple[Certificate, str]] = []  # covers()'s, with its call site
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -354,6 +358,23 @@ class RecompileTracker(Recorder):
             budget = Budget(per_function={function: Rule(count, source)})
         return RecompileTracker(budget, mode="fail-fast", reset=False, warm_start=True)
 
+    def covers(self, fn: Any, args: Any, domain: Mapping[str, Any]) -> Certificate:
+        """Which points of ``domain`` would compile again if ``fn`` were called there with
+        ``args`` (the example call) changed by the point, decided from the guards of the cache
+        entries that answer ``fn`` now: nothing is compiled or run (``docs/certificate.md``).
+
+        In a gated block, a point not covered (or undecided) breaks the gate; otherwise the
+        result is there to assert on (``result.covered``, ``.uncovered``, ``.undecided``).
+        """
+        from .._torch.certify import certify
+
+        caller = sys._getframe(1)
+        found = certify(fn, args, domain)
+        where = f"covers() at {relative(caller.f_code.co_filename)}:{caller.f_lineno}"
+        with self._lock:
+            self.certificates.append((found, where))
+        return found
+
     @staticmethod
     def warm() -> AbstractContextManager[None]:
         """A block in which any compile at all fails; see :func:`warm`."""
@@ -366,6 +387,12 @@ class RecompileTracker(Recorder):
             self._refresh()
         found = judge(self.records, self.budget, self.graph_breaks, self.cudagraph_recordings)
         found += unknown_functions(self.records, self.budget, elsewhere)
+        if self.budget is not None:
+            found += [
+                Violation("uncovered", len(c.uncovered) + len(c.undecided), 0, where, certificate=c)
+                for c, where in self.certificates
+                if not c.covered
+            ]
         fullgraph = self.budget.fullgraph if self.budget is not None else None
         if fullgraph and self.fullgraph_break is not None:
             found.append(Violation("fullgraph", 1, 0, fullgraph, breaks=(self.fullgraph_break,)))

@@ -1,0 +1,458 @@
+"""The shape certificate, torch's side: the frame a callable's cache entries hang on, a stand-in
+call for each point of a domain, and the entries' guards evaluated on it.
+
+Nothing here compiles or runs the user's code: ``guard_manager.check(f_locals)`` answers whether
+an entry would serve a call from a dict of the frame's arguments, as torch asks it before each
+call. Stand-in tensors are ``torch.empty`` with the point's sizes (nothing written: on CPU they
+commit no memory), one point's at a time.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import CodeType, FunctionType
+from typing import Any
+
+from ..model.certificate import Certificate, Domain, DomainError, Verdict, group, parse_domain
+from ..model.guards import Reason
+from . import entries, events, guard_tree, reasons, versions
+
+
+class CertificateError(DomainError):
+    """A call that cannot be certified as given (nothing compiled, arguments that do not bind)."""
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """A function whose code object may hold the entries, and the object bound as its first
+    argument (a module, a callable object), if any."""
+
+    func: FunctionType
+    self_: Any = None
+    bound: bool = False
+
+    def f_locals(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The frame's arguments by name, as torch hands them to the guards (its closure too)."""
+        call = (self.self_, *args) if self.bound else args
+        bound = inspect.signature(self.func, follow_wrapped=False).bind(*call, **kwargs)
+        bound.apply_defaults()
+        found = dict(bound.arguments)
+        cells = self.func.__closure__ or ()
+        for name, cell in zip(self.func.__code__.co_freevars, cells, strict=False):
+            try:
+                found[name] = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+        return found
+
+
+@dataclass(frozen=True)
+class _Call:
+    """The callable unwrapped: the frames its entries may hang on (outermost first), the
+    innermost function (whose parameters the domain names), the arguments torch.compile's
+    wrappers and partials add, and the compile callback where one is found."""
+
+    frames: tuple[_Frame, ...]
+    user: _Frame
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    callback: Any
+
+
+def _unwrap(fn: Any) -> _Call:
+    import torch
+
+    pre_args: tuple[Any, ...] = ()
+    pre_kwargs: dict[str, Any] = {}
+    callback = None
+    frames: list[_Frame] = []
+    for _ in range(32):
+        if isinstance(fn, functools.partial):
+            pre_args, pre_kwargs = (*fn.args, *pre_args), {**fn.keywords, **pre_kwargs}
+            fn = fn.func
+            continue
+        ctx = getattr(fn, "dynamo_ctx", None)
+        if isinstance(fn, torch.nn.Module) and hasattr(fn, "_orig_mod"):  # torch.compile(module)
+            callback = callback or getattr(ctx, "callback", None)
+            frames += _compiled_frames(fn.__dict__.get("forward"))  # torch's wrap_inline
+            fn = fn._orig_mod
+            continue
+        orig = getattr(fn, "_torchdynamo_orig_callable", None)
+        if orig is not None and not isinstance(fn, torch.nn.Module):  # torch.compile(function)
+            callback = callback or _closure_value(fn, "callback")
+            fn = orig
+            continue
+        inner = getattr(fn, "__wrapped__", None)
+        if (
+            isinstance(fn, FunctionType)
+            and inner is not None
+            and not isinstance(inner, FunctionType)
+        ):  # torch's wrapper of a method or a callable object: its frame may hold the entries
+            frames.append(_Frame(fn))
+            fn = inner
+            continue
+        break
+    if isinstance(fn, torch.nn.Module):
+        module = fn
+        compiled = module.__dict__.get("_compiled_call_impl")  # module.compile()
+        frames += _compiled_frames(compiled)
+        callback = callback or _closure_value(compiled, "callback")
+        for name in ("_wrapped_call_impl", "_call_impl"):
+            impl = getattr(torch.nn.Module, name, None)
+            if isinstance(impl, FunctionType):
+                frames.append(_Frame(impl, module, True))
+        forward = module.__dict__.get("forward")  # an instance's own forward wins
+        own = getattr(type(module), "forward", None)
+        if isinstance(own, FunctionType) and forward is None:
+            frames += _chain(own, module, True)
+        elif forward is not None:
+            frames += _method_chain(forward)
+    elif inspect.ismethod(fn):
+        frames += _method_chain(fn)
+    elif isinstance(fn, FunctionType):
+        frames += _chain(fn, None, False)
+    elif isinstance(call := getattr(type(fn), "__call__", None), FunctionType):  # a callable object
+        frames += _chain(call, fn, True)
+    if not frames:
+        raise CertificateError(
+            f"covers(): cannot find the Python function behind {fn!r}: pass a compiled "
+            "function or module, a method, a partial or a callable object"
+        )
+    return _Call(tuple(frames), frames[-1], pre_args, pre_kwargs, callback)
+
+
+def _compiled_frames(wrapper: Any) -> list[_Frame]:
+    """The frames behind a torch.compile wrapper that torch made around a module: its
+    ``wrap_inline`` function (torch's own modules, shared by every compiled one) or the
+    module's ``_call_impl`` (``module.compile()``)."""
+    inner = getattr(wrapper, "_torchdynamo_orig_callable", None)
+    if inspect.ismethod(inner):
+        return _method_chain(inner)
+    return [_Frame(inner)] if isinstance(inner, FunctionType) else []
+
+
+def _method_chain(method: Any) -> list[_Frame]:
+    func = method.__func__
+    return _chain(func, method.__self__, True) if isinstance(func, FunctionType) else []
+
+
+def _chain(func: FunctionType, self_: Any, bound: bool) -> list[_Frame]:
+    """``func`` and the functions it wraps (``functools.wraps``): a decorated forward's frame
+    is the decorator's, and the user's parameters are the innermost function's."""
+    found = [_Frame(func, self_, bound)]
+    seen = {id(func)}
+    inner = getattr(func, "__wrapped__", None)
+    while isinstance(inner, FunctionType) and id(inner) not in seen:
+        seen.add(id(inner))
+        found.append(_Frame(inner, self_, bound))
+        inner = getattr(inner, "__wrapped__", None)
+    return found
+
+
+def _closure_value(fn: Any, name: str) -> Any:
+    code = getattr(fn, "__code__", None)
+    if code is None or name not in code.co_freevars:
+        return None
+    try:
+        return fn.__closure__[code.co_freevars.index(name)].cell_contents
+    except (ValueError, IndexError, TypeError):
+        return None
+
+
+# -- the entries that answer a call -----------------------------------------------------------
+
+
+def _answering(code: CodeType, callback: Any) -> list[entries.KeptEntry]:
+    """The entries torch would look at for a call of ``code`` from here: its list's live ones
+    of the calling region (and those outside any), for the call's backend where known, then
+    those the gate re-installed."""
+    region = entries.calling_region()
+    chain = _backend_chain(callback)
+    found = [
+        e
+        for e in entries.for_region(tuple(entries.entries(code)), region)
+        if not chain or e.backend is None or any(e.backend == b for b in chain)
+    ]
+    found += [e for e in entries.kept_entries(code) if entries.entry_alive(e)]
+    return found
+
+
+def _backend_chain(callback: Any) -> list[Any]:
+    """A torch.compile wrapper's callback and every backend behind it: the entry's backend is
+    one of them (torch's field, 2.10+: the innermost; noted by the plugin on 2.7 and 2.9: the
+    compile's ``compiler_fn``, one level out)."""
+    chain: list[Any] = []
+    found = callback
+    while found is not None and len(chain) < 32 and not any(found is c for c in chain):
+        chain.append(found)
+        found = getattr(found, "_torchdynamo_orig_backend", None) or getattr(
+            found, "_torchdynamo_orig_callable", None
+        )
+    return chain
+
+
+def _accepts(entry: entries.KeptEntry, f_locals: dict[str, Any]) -> bool:
+    return bool(entry.guard_manager.check(f_locals))
+
+
+def _compile_key(entry: entries.KeptEntry) -> tuple[int, ...]:
+    parts = str(entry.compile_id).split("/")
+    return tuple(int(p) for p in parts if p.isdigit())
+
+
+# -- stand-ins --------------------------------------------------------------------------------
+
+
+class _StandIn:
+    """Makes a tensor like the example's at a point's sizes and dtype: same device, layout
+    order, requires_grad, type and torch's marks (``mark_dynamic`` and the like)."""
+
+    def __init__(self, name: str, example: Any) -> None:
+        import torch
+
+        self.name = name
+        self.example = example
+        self.sizes = tuple(example.shape)
+        self.device = example.device
+        self.requires_grad = example.requires_grad
+        self.parameter = type(example) is torch.nn.Parameter
+        self.plain = type(example) in (torch.Tensor, torch.nn.Parameter)
+        self.marks = {k: v for k, v in vars(example).items() if k.startswith("_dynamo")}
+        # dims from the outermost in memory to the innermost: a dense layout in that order
+        self.order = sorted(range(len(self.sizes)), key=lambda d: -example.stride()[d])
+        self.dense = example.storage_offset() == 0 and (
+            self._empty(self.sizes, example.dtype).stride() == example.stride()
+        )
+
+    def _empty(self, sizes: tuple[int, ...], dtype: Any) -> Any:
+        import torch
+
+        outer = [sizes[d] for d in self.order]
+        back = sorted(range(len(self.order)), key=lambda i: self.order[i])
+        return torch.empty(outer, dtype=dtype, device=self.device).permute(back)
+
+    def make(self, change: Mapping[Any, Any]) -> Any:
+        """The stand-in, or a str: why none can be made."""
+        import torch
+
+        sizes = list(self.sizes)
+        for dim, size in change.items():
+            if dim != "dtype":
+                sizes[dim] = size
+        dtype = change.get("dtype", self.example.dtype)
+        if not self.plain:
+            return f"{self.name} is a {type(self.example).__name__}, not a plain tensor"
+        if tuple(sizes) == self.sizes:
+            made = torch.empty_strided(
+                self.sizes, self.example.stride(), dtype=dtype, device=self.device
+            )
+        elif not self.dense:
+            return (
+                f"{self.name}'s strides {tuple(self.example.stride())} are not a dense layout: "
+                "the strides of other sizes are not known"
+            )
+        else:
+            made = self._empty(tuple(sizes), dtype)
+        if self.requires_grad:
+            if not (made.is_floating_point() or made.is_complex()):
+                return f"{self.name} requires grad, which a {dtype} tensor cannot"
+            made.requires_grad_(True)
+        if self.parameter:
+            made = torch.nn.Parameter(made, requires_grad=self.requires_grad)
+        for key, value in self.marks.items():
+            setattr(made, key, value)
+        return made
+
+
+# -- the certificate --------------------------------------------------------------------------
+
+
+def certify(fn: Any, args: Any, domain: Mapping[str, Any]) -> Certificate:
+    """Which points of ``domain`` would compile again if ``fn`` were called there, from the
+    guards of the cache entries that answer its calls now (see ``docs/certificate.md``)."""
+    import torch
+
+    versions.check_torch()
+    if not versions.can_certify():
+        raise CertificateError(
+            f"covers(): torch {versions.torch_version()} lists no cache entries or guard trees "
+            "to evaluate: the certificate needs torch 2.7 or newer as released"
+        )
+    began = time.perf_counter()
+    if isinstance(args, Mapping):
+        pos, kw = (), dict(args)
+    elif isinstance(args, (tuple, list)):
+        pos, kw = tuple(args), {}
+    else:
+        raise CertificateError(
+            "covers(): args is the example call, a tuple of positional arguments or a dict "
+            f"of keyword arguments; got {type(args).__name__} (a single argument: (x,))"
+        )
+    call = _unwrap(fn)
+    pos, kw = (*call.args, *pos), {**call.kwargs, **kw}
+    user = call.user
+    try:
+        signature = inspect.signature(user.func, follow_wrapped=False)
+        bound = signature.bind(*((user.self_, *pos) if user.bound else pos), **kw)
+    except TypeError as exc:
+        raise CertificateError(
+            f"covers(): the example call does not bind to {events.qualname(user.func.__code__)}"
+            f"{signature}: {exc}"
+        ) from None
+    example = dict(bound.arguments)
+    for name, param in signature.parameters.items():
+        if name not in example and param.default is not inspect.Parameter.empty:
+            example[name] = param.default
+    parsed = parse_domain(domain, example, lambda v: isinstance(v, torch.Tensor))
+    places = _places(signature, bound, parsed, user.bound)
+    frame, answering = _frame(call, pos, kw)
+    code = frame.func.__code__
+    stand_ins = {name: _StandIn(name, example[name]) for name in parsed.tensors}
+    newest = max(answering, key=_compile_key)
+    leaf_kinds: dict[str, str | None] = {}
+    verdicts: list[tuple[tuple[Any, ...], Verdict]] = []
+    uncovered: list[dict[str, Any]] = []
+    undecided: list[dict[str, Any]] = []
+    checking = entries.checking(call.callback)
+    with checking:
+        for point in parsed.points():
+            changes = parsed.changes(point)
+            verdict = _decide(
+                frame, answering, newest, pos, kw, changes, places, stand_ins, leaf_kinds
+            )
+            if not verdict.covered:
+                verdicts.append((point, verdict))
+                (undecided if verdict.why is not None else uncovered).append(changes)
+    return Certificate(
+        function=events.qualname(code),
+        file=code.co_filename,
+        line=code.co_firstlineno,
+        domain=parsed.words(),
+        points=parsed.size,
+        entries=len(answering),
+        uncovered=uncovered,
+        undecided=undecided,
+        groups=tuple(group(parsed, verdicts)),
+        seconds=time.perf_counter() - began,
+    )
+
+
+def _places(
+    signature: inspect.Signature, bound: inspect.BoundArguments, parsed: Domain, has_self: bool
+) -> dict[str, tuple[str, Any]]:
+    """Where each parameter the domain changes sits in the call: ("pos", index) or ("kw",
+    name)."""
+    positional = [
+        name
+        for name, p in signature.parameters.items()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    passed = len(bound.args)
+    found: dict[str, tuple[str, Any]] = {}
+    for axis in parsed.axes:
+        for name, _ in axis.places:
+            kind = signature.parameters[name].kind
+            if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+                raise CertificateError(
+                    f"covers(): {name!r} collects several arguments (*{name} or **{name}): "
+                    "name one parameter"
+                )
+            index = positional.index(name) if name in positional else None
+            if index is not None and index < passed:
+                found[name] = ("pos", index - (1 if has_self else 0))
+            else:
+                found[name] = ("kw", name)
+    return found
+
+
+def _frame(
+    call: _Call, pos: tuple[Any, ...], kw: dict[str, Any]
+) -> tuple[_Frame, list[entries.KeptEntry]]:
+    """The frame whose entries answer the call, and those entries: the outermost whose
+    entries accept the example call (a shared frame, ``Module._call_impl`` or a decorator's
+    wrapper, holds other callers' entries too), else the outermost that has entries."""
+    first: tuple[_Frame, list[entries.KeptEntry]] | None = None
+    for frame in call.frames:
+        answering = _answering(frame.func.__code__, call.callback)
+        if not answering:
+            continue
+        try:
+            f_locals = frame.f_locals(pos, kw)
+        except TypeError:
+            continue
+        with entries.checking(call.callback):
+            if any(_safe_accepts(e, f_locals) for e in answering):
+                return frame, answering
+        first = first or (frame, answering)
+    if first is None:
+        name = events.qualname(call.user.func.__code__)
+        raise CertificateError(
+            f"covers(): '{name}' has no cache entries: call it (the warm-up) before covers(), "
+            "which certifies what the compiled entries already serve"
+        )
+    return first
+
+
+def _safe_accepts(entry: entries.KeptEntry, f_locals: dict[str, Any]) -> bool:
+    try:
+        return _accepts(entry, f_locals)
+    except Exception:
+        return False
+
+
+def _decide(
+    frame: _Frame,
+    answering: list[entries.KeptEntry],
+    newest: entries.KeptEntry,
+    pos: tuple[Any, ...],
+    kw: dict[str, Any],
+    changes: dict[str, Any],
+    places: dict[str, tuple[str, Any]],
+    stand_ins: dict[str, _StandIn],
+    leaf_kinds: dict[str, str | None],
+) -> Verdict:
+    args, kwargs = list(pos), dict(kw)
+    for name, change in changes.items():
+        if name in stand_ins:
+            value = stand_ins[name].make(change)
+            if isinstance(value, str):
+                return Verdict(why=value)
+        else:
+            value = change
+        where, at = places[name]
+        if where == "pos":
+            args[at] = value
+        else:
+            kwargs[at] = value
+    f_locals = frame.f_locals(tuple(args), kwargs)
+    breaking = None
+    for entry in answering:
+        try:
+            accepted = _accepts(entry, f_locals)
+        except Exception as exc:  # a guard torch cannot evaluate on a stand-in
+            return Verdict(why=f"entry {entry.compile_id}'s guards raised {type(exc).__name__}")
+        if accepted and entries.breaks_graph(entry):
+            breaking = entry
+        elif accepted:
+            return Verdict(covered=True)
+    if breaking is not None:
+        return Verdict(
+            why=f"entry {breaking.compile_id} breaks the graph: past the break, the resume "
+            "function's guards decide, on values the function computes"
+        )
+    return Verdict(reason=_reason(frame, newest, f_locals, leaf_kinds))
+
+
+def _reason(
+    frame: _Frame, entry: entries.KeptEntry, f_locals: dict[str, Any], leaf_kinds: dict[str, Any]
+) -> Reason:
+    """The newest entry's failing guard for this call, in torch's words, parsed."""
+    raw = entries.fail_reason(entry, f_locals)
+    key = reasons.same_guard_text(raw.partition(": ")[2])
+    if key not in leaf_kinds:
+        leaf_kinds[key] = guard_tree.failing_leaf_kinds([entry], (raw,))[0]
+    return reasons.parse_reason(raw, leaf_kinds[key], frame.func.__code__.co_filename)
