@@ -252,8 +252,9 @@ def xdist_controller(config: pytest.Config) -> bool:
 @pytest.fixture
 def recompiles(request: pytest.FixtureRequest) -> Iterator[RecompileTracker]:
     """This test's compiles: ``count()``, ``records``, ``record(name)``, ``reasons()``,
-    ``kinds()``, ``installed_guards()``, ``scoped(n)`` (a budget for a block) and ``warm()``
-    (a block in which any compile fails). In a gated test it is the gate's own tracker;
+    ``kinds()``, ``installed_guards()``, ``scoped(n)`` (a budget for a block), ``warm()``
+    (a block in which any compile fails) and ``covers(fn, args, domain)`` (which shapes of a
+    domain would compile again). In a gated test it is the gate's own tracker;
     otherwise it records (report-only) from the moment the fixture is set up."""
     from .gate import recompiles_fixture
 

@@ -678,3 +678,15 @@ def test_compare(request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[s
             statuses.append(main(words[1:]))
         assert capsys.readouterr().out.splitlines() == block.output, f"{block}: stale"
     assert statuses == [0, 1, 1]  # the upgrade is worse on guards only; the branch recompiles
+
+
+def test_the_certificate_page(
+    request: pytest.FixtureRequest, inner: Run, pytester: pytest.Pytester
+) -> None:
+    """docs/certificate.md: the tied-sizes example passes, gated and not (its assert holds)."""
+    (source,) = of(checked_blocks(request), "python")
+    write(pytester, "test_tied.py", source)
+    inner().assert_outcomes(passed=1)
+    result = inner("--recompile-budget=1")  # its warm-up recompiles once
+    result.assert_outcomes(failed=1)  # gated, its uncovered seq 1 breaks the gate
+    result.stdout.fnmatch_lines(["*would compile again on 1 uncovered of 128 points*seq in {1}*"])

@@ -43,6 +43,22 @@ def test_example_catches_the_step_counter_and_passes_the_fix(
     unguarded.assert_outcomes(passed=2)  # without the gate the bug goes unnoticed
 
 
+def test_the_serving_example_fails_at_batch_one_and_its_fix_passes(
+    request: pytest.FixtureRequest, pytester: pytest.Pytester
+) -> None:
+    """docs/certificate.md: the serving example as pasted, and the test it quotes as written."""
+    (source,) = [b for b in checked_blocks(request) if b.lang == "python"]
+    (pasted,) = [b for b in checked_blocks(request) if b.lang == "text"]
+    assert source.text in (EXAMPLES / "serving.py").read_text()
+    shutil.copytree(EXAMPLES, pytester.path / "examples")
+    shutil.copy(ROOT / "pyproject.toml", pytester.path)
+    result = pytester.runpytest_subprocess(
+        *inner_args("examples/serving.py", "--recompile-budget", "-p", "no:randomly")
+    )
+    result.assert_outcomes(failed=1, passed=1)
+    assert_pasted(pasted, result.stdout.str())
+
+
 def test_the_ci_workflow_command_works_as_written(
     request: pytest.FixtureRequest, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

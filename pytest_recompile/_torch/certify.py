@@ -115,8 +115,10 @@ def _unwrap(fn: Any) -> _Call:
         frames += _method_chain(fn)
     elif isinstance(fn, FunctionType):
         frames += _chain(fn, None, False)
-    elif isinstance(call := getattr(type(fn), "__call__", None), FunctionType):  # a callable object
-        frames += _chain(call, fn, True)
+    elif callable(fn):  # a callable object
+        call = inspect.getattr_static(type(fn), "__call__", None)
+        if isinstance(call, FunctionType):
+            frames += _chain(call, fn, True)
     if not frames:
         raise CertificateError(
             f"covers(): cannot find the Python function behind {fn!r}: pass a compiled "
@@ -308,7 +310,7 @@ def certify(fn: Any, args: Any, domain: Mapping[str, Any]) -> Certificate:
         if name not in example and param.default is not inspect.Parameter.empty:
             example[name] = param.default
     parsed = parse_domain(domain, example, lambda v: isinstance(v, torch.Tensor))
-    places = _places(signature, bound, parsed, user.bound)
+    places = _places(signature, len(pos) + (1 if user.bound else 0), parsed, user.bound)
     frame, answering = _frame(call, pos, kw)
     code = frame.func.__code__
     stand_ins = {name: _StandIn(name, example[name]) for name in parsed.tensors}
@@ -342,16 +344,15 @@ def certify(fn: Any, args: Any, domain: Mapping[str, Any]) -> Certificate:
 
 
 def _places(
-    signature: inspect.Signature, bound: inspect.BoundArguments, parsed: Domain, has_self: bool
+    signature: inspect.Signature, passed: int, parsed: Domain, has_self: bool
 ) -> dict[str, tuple[str, Any]]:
     """Where each parameter the domain changes sits in the call: ("pos", index) or ("kw",
-    name)."""
+    name); ``passed``: the positional arguments of the call, ``self`` included."""
     positional = [
         name
         for name, p in signature.parameters.items()
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
-    passed = len(bound.args)
     found: dict[str, tuple[str, Any]] = {}
     for axis in parsed.axes:
         for name, _ in axis.places:

@@ -257,8 +257,9 @@ class Certificate:
         more = f"; and {len(self.groups) - 4} more ranges" if len(self.groups) > 4 else ""
         counts = [f"{len(self.uncovered)} uncovered"] if self.uncovered else []
         counts += [f"{len(self.undecided)} undecided"] if self.undecided else []
+        points = f"{self.points} point" + ("s" if self.points != 1 else "")
         return (
-            f"'{fn}' would compile again on {' and '.join(counts)} of {self.points} points of "
+            f"'{fn}' would compile again on {' and '.join(counts)} of {points} of "
             f"its domain ({self.domain}): {shown}{more}"
         )
 

@@ -119,7 +119,7 @@ def _broken_rows(results: Results, root: str) -> list[str]:
             )
         # a warm block, graph breaks, CUDA-graph re-records: no function; too many guards
         for v in data["violations"]:
-            if not offenders or v["kind"] in ("guards", "new_guards"):
+            if not offenders or v["kind"] in ("guards", "new_guards", "uncovered"):
                 rows.append(
                     f"| {md_code(nodeid)} | — | {data['recompiles']} | {md_cell(_rules(data))} | "
                     f"{md_cell(v['kind'])} | {md_cell(v['message'])} | — | "
@@ -357,6 +357,31 @@ def _line_annotation(
     )
 
 
+def _certificate_annotations(nodeid: str, data: TestResult, root: str) -> list[Annotation]:
+    """One per certificate that broke: at the line of the first rejecting guard where torch
+    names it, else at the function's definition."""
+    found = []
+    for v in data["violations"]:
+        certificate = v.get("certificate")
+        if certificate is None:
+            continue
+        site = next((g["site"] for g in certificate["groups"] if g["site"] is not None), None)
+        at = site or certificate
+        file, line = at["file"], at["line"]
+        points = certificate["uncovered"] + certificate["undecided"]
+        found.append(
+            Annotation(
+                relative(file, root),
+                line,
+                f"{nodeid}: '{certificate['function']}' would compile again on "
+                f"{points} of {certificate['points']} points",
+                v["message"],
+                (0, points, 0.0),
+            )
+        )
+    return found
+
+
 def _annotations(results: Results, root: str) -> list[Annotation]:
     found = []
     for nodeid, data, offenders in _broken(results):
@@ -376,6 +401,7 @@ def _annotations(results: Results, root: str) -> list[Annotation]:
                     (0, worst, data["recompile_seconds"]),
                 )
             )
+        found += _certificate_annotations(nodeid, data, root)
         if not offenders:
             for brk in data["graph_breaks"][:1]:
                 found.append(

@@ -30,9 +30,10 @@ MEASURES = (
     "guards",
     "graph-breaks",
     "limit-hits",
+    "uncovered",
     "compile-seconds",
 )
-DEFAULT_FAIL_ON = ("recompiles", "graph-breaks", "limit-hits")
+DEFAULT_FAIL_ON = ("recompiles", "graph-breaks", "limit-hits", "uncovered")
 DEFAULT_SECONDS = 1.0  # a change in compile seconds smaller than this is not shown
 FORMATS = ("text", "markdown", "json")
 ENVIRONMENT = (
@@ -59,6 +60,7 @@ class FunctionFigures:
     values: set[str] = field(default_factory=set)  # guards on the user's Python values
     limit_hits: int = 0
     failed: list[str] = field(default_factory=list)  # the failing guards' kinds
+    uncovered: int = 0  # points of certified domains that would compile again (or undecided)
 
 
 @dataclass
@@ -108,6 +110,11 @@ def figures(outcome: str, test: TestResult) -> TestFigures:
                         mine.failed.append(label)
         for found in process["graph_breaks"]:
             breaks.setdefault(_site(found), found["reason"])
+    for violation in test["violations"]:
+        certificate = violation.get("certificate")
+        if certificate is not None:
+            mine = functions.setdefault(certificate["function"], FunctionFigures())
+            mine.uncovered += certificate["uncovered"] + certificate["undecided"]
     return TestFigures(
         outcome,
         test["recompiles"],
@@ -186,6 +193,8 @@ def _function_changes(name: str, base: FunctionFigures, head: FunctionFigures) -
         found.append(Change("guards", name, base.guards or 0, head.guards or 0, "; ".join(new)))
     if head.limit_hits != base.limit_hits:
         found.append(Change("limit-hits", name, base.limit_hits, head.limit_hits))
+    if head.uncovered != base.uncovered:
+        found.append(Change("uncovered", name, base.uncovered, head.uncovered))
     return found
 
 
@@ -307,6 +316,7 @@ _NOUNS = {
     "guards": ("guard", "guards"),
     "graph-breaks": ("graph break", "graph breaks"),
     "limit-hits": ("recompile_limit hit", "recompile_limit hits"),
+    "uncovered": ("uncovered point", "uncovered points"),
 }
 
 

@@ -18,6 +18,7 @@ JUNIT_NAMES = (
     "recompile_caches",
     "recompile_processes",
     "recompile_max_guards",
+    "recompile_uncovered",
     "recompile_guard_latency_us",
 )
 
@@ -44,6 +45,17 @@ def junit_properties(
         latency = entry["guard_latency_us"]
         ours.append(("recompile_max_guards", f"{entry_count(entry)} ({fn['qualname']})"))
         ours.append(("recompile_guard_latency_us", "" if latency is None else latency))
+    certified = [v["certificate"] for v in data["violations"] if "certificate" in v]
+    if certified:  # "1 of 64 points (Server.forward)": points a certificate found uncovered
+        ours.append(
+            (
+                "recompile_uncovered",
+                "; ".join(
+                    f"{c['uncovered'] + c['undecided']} of {c['points']} points ({c['function']})"
+                    for c in certified
+                ),
+            )
+        )
     if data["processes"]:  # "rank 0 (pid 4241): 0; rank 1 (pid 4242): 1"
         children = [f"{who(p)}: {p['recompiles']}" for p in data["processes"]]
         ours.append(("recompile_processes", "; ".join(children)))

@@ -1,0 +1,156 @@
+"""The certificate through the gate: a gated test whose domain has uncovered points fails,
+in every output (terminal, JSON report and schema, JUnit, Markdown, annotations, compare), from
+the structures real suites use (a module fixture that warms the model, a class, parametrize,
+unittest); an ungated test only gets the result to assert on."""
+
+from __future__ import annotations
+
+import json
+from glob import escape as esc
+
+from pytest_recompile.model.names import PREFIX
+
+SERVING = """
+class Server(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.net(x).softmax(-1)
+
+
+@pytest.fixture(scope="module")
+def warmed():
+    model = torch.compile(Server(), backend="eager")
+    for batch in (8, 16, 32):
+        model(torch.randn(batch, 16))
+    return model
+
+
+def test_batches(warmed, recompiles):
+    recompiles.covers(warmed, (torch.randn(8, 16),), {"x": {0: range(1, 65)}})
+
+
+class TestServing:
+    def test_marked_unbacked(self, recompiles):
+        model = torch.compile(Server(), backend="eager")
+        x = torch.randn(8, 16)
+        torch._dynamo.decorators.mark_unbacked(x, 0)
+        model(x)
+        result = recompiles.covers(model, (x,), {"x": {0: range(1, 65)}})
+        assert result.covered
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_param(warmed, recompiles, batch):
+    recompiles.covers(warmed, (torch.randn(8, 16),), {"x": {0: [batch]}})
+"""
+
+
+def test_an_uncovered_point_fails_a_gated_test_in_every_output(run, pytester, monkeypatch) -> None:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "summary.md"))
+    result = run(
+        SERVING,
+        "--recompile-budget=0",
+        "--recompile-report=r.json",
+        "--junitxml=j.xml",
+        "--recompile-github=on",
+    )
+    result.assert_outcomes(passed=2, failed=2)
+    message = (
+        "'Server.forward' would compile again on 1 uncovered of 64 points of its domain "
+        "(x.size(0) in 1..64): x.size(0) in {1} [SHAPE_ENV(0/1 specialization): "
+        "2 <= x.size()[0] [entry 0/1]; fix: sizes 0 and 1 are specialized: "
+        "torch._dynamo.decorators.mark_unbacked(tensor, dim) before the first call keeps one "
+        "graph for every size] (covers() at test_it.py:23)"
+    )
+    result.stdout.fnmatch_lines([esc(f"{PREFIX} {message}")])
+    result.stdout.fnmatch_lines(["*test_it.py::test_param?1?: 'Server.forward' would compile*"])
+    report = json.loads((pytester.path / "r.json").read_text())
+    (test,) = [t for t in report["tests"] if t["nodeid"].endswith("test_batches")]
+    (violation,) = test["violations"]
+    assert violation["kind"] == "uncovered"
+    assert violation["function"] == "Server.forward"
+    certificate = violation["certificate"]
+    assert (certificate["points"], certificate["uncovered"], certificate["undecided"]) == (64, 1, 0)
+    assert [g["where"] for g in certificate["groups"]] == ["x.size(0) in {1}"]
+    assert "mark_unbacked" in certificate["groups"][0]["fix"]
+    assert "uncovered" in (pytester.path / "summary.md").read_text()
+    assert (
+        '<property name="recompile_uncovered" value="1 of 64 points (Server.forward)"'
+        in (pytester.path / "j.xml").read_text()
+    )
+    result.stdout.fnmatch_lines(
+        ["::error file=test_it.py,line=10,title=*test_batches%3A 'Server.forward' would*"]
+    )
+
+
+def test_the_report_with_a_certificate_fits_the_schema(run, pytester) -> None:
+    from pytest_recompile.reports.schema import misfit
+
+    run(SERVING, "--recompile-budget=0", "--recompile-report=r.json")
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert misfit(report) is None
+    (broke, *_) = [t for t in report["tests"] if t["violations"]]
+    broke["violations"][0]["certificate"]["groups"] = [{"where": 1}]
+    assert misfit(report) is not None
+
+
+def test_compare_counts_uncovered_points(run, pytester) -> None:
+    from pytest_recompile.__main__ import main
+
+    run(SERVING.replace("(8, 16, 32)", "(8, 16, 32, 1)"), "--recompile-budget=0",
+        "--recompile-report=base.json", "--recompile-mode=report-only")  # fmt: skip
+    run(SERVING, "--recompile-budget=0", "--recompile-report=head.json")
+    code = main(["compare", str(pytester.path / "base.json"), str(pytester.path / "head.json")])
+    assert code == 1
+
+
+def test_an_ungated_test_gets_the_result_to_assert_on(run) -> None:
+    result = run(
+        """
+def test_ungated(recompiles):
+    f = torch.compile(lambda x: x * 2, backend="eager")
+    f(torch.randn(8, 3))
+    f(torch.randn(9, 3))
+    result = recompiles.covers(f, (torch.randn(8, 3),), {"x": {0: range(1, 9)}})
+    assert result.uncovered == [{"x": {0: 1}}]
+"""
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_a_unittest_case_certifies_too(run) -> None:
+    result = run(
+        """
+import unittest
+from pytest_recompile import RecompileTracker
+
+class T(unittest.TestCase):
+    def test_it(self):
+        f = torch.compile(lambda x: x * 2, backend="eager")
+        with RecompileTracker(mode="report-only") as tracker:
+            f(torch.randn(8, 3))
+            f(torch.randn(9, 3))
+            result = tracker.covers(f, (torch.randn(8, 3),), {"x": {0: [1, 2, 3]}})
+        self.assertEqual(result.uncovered, [{"x": {0: 1}}])
+"""
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_a_bad_domain_is_the_tests_error_with_what_is_accepted(run) -> None:
+    result = run(
+        """
+def test_bad(recompiles):
+    f = torch.compile(lambda x: x * 2, backend="eager")
+    f(torch.randn(8, 3))
+    recompiles.covers(f, (torch.randn(8, 3),), {"y": {0: [1]}})
+""",
+        "--recompile-budget=0",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*DomainError: covers(): the domain names 'y'*(its parameters: x)"]
+    )
