@@ -75,6 +75,11 @@ Absolute times depend on the machine; the ratios are what the targets are about.
    (A), blocks of 500 alternated ABBA in one gated test (``benchmarks/kept_entries.py``): what
    the gate adds per call. Target <= 1.25 on the cheapest compiled call (eager, ``x * 2 + 1``).
 
+17. certificate: ``covers()`` deciding 10,000 batch sizes of a compiled model from its
+   entries' guards (B) beside the model's warm-up, two compiles with the default inductor
+   backend (A), each in a fresh process (``benchmarks/certificate.py``). Target <= 0.5; the
+   seconds show the 10,000 points under 1 s.
+
 Each row's verdict comes from the 95% interval of B/A (:func:`ratio_interval`): met where its
 upper bound is within the target, NO where its lower bound is beyond, inconclusive otherwise.
 
@@ -853,6 +858,19 @@ def bench_kept(b: Bench) -> list[Result]:
     ]  # fmt: skip
 
 
+def bench_certificate(b: Bench) -> list[Result]:
+    """10,000 points of a domain certified from the entries' guards, beside the test's own
+    warm-up (benchmarks/certificate.py)."""
+    from certificate import POINTS, certificate_times
+
+    times = certificate_times(b.reps)
+    return [
+        Result(f"certificate: {POINTS} points of a compiled model's batch sizes decided from its "
+               "entries' guards, beside its warm-up (two inductor compiles)",
+               "warm-up", "covers()", times["warm"], times["covers"], 0.5)
+    ]  # fmt: skip
+
+
 def bench_failfast(b: Bench) -> list[Result]:
     def write(d: Path) -> None:
         write_step_suite(d, b.backend)
@@ -958,6 +976,7 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[Bench], list[Result]]]] = {
     "gated": ("2", "gated suite", bench_gated),
     "hot": ("3", "hot path", bench_hot),
     "kept": ("16", "kept-entry call", bench_kept),
+    "certificate": ("17", "certificate of 10,000 points", bench_certificate),
     "failfast": ("4", "fail-fast saving", bench_failfast),
     "memory": ("5", "memory of the gated suite", bench_memory),
     "isolation": ("6, 7, 10, 11, 15", "model suites", bench_isolation),

@@ -29,6 +29,7 @@ def test_benchmark_quick_mode_runs() -> None:
         "gated suite",
         "hot path (sentinel",
         "kept-entry call",
+        "certificate",
         "fail-fast saving",
         "the same, warm compile cache",
         "memory",

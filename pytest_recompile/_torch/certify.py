@@ -211,23 +211,26 @@ def _compile_key(entry: entries.KeptEntry) -> tuple[int, ...]:
 
 class _StandIn:
     """Makes a tensor like the example's at a point's sizes and dtype: same device, layout
-    order, requires_grad, type and torch's marks (``mark_dynamic`` and the like)."""
+    order, requires_grad, type and torch's marks (``mark_dynamic`` and the like). It keeps the
+    example's description only, never the tensor (nor its memory)."""
 
     def __init__(self, name: str, example: Any) -> None:
         import torch
 
         self.name = name
-        self.example = example
         self.sizes = tuple(example.shape)
+        self.stride = tuple(example.stride())
+        self.dtype = example.dtype
         self.device = example.device
         self.requires_grad = example.requires_grad
+        self.kind = type(example).__name__
         self.parameter = type(example) is torch.nn.Parameter
         self.plain = type(example) in (torch.Tensor, torch.nn.Parameter)
         self.marks = {k: v for k, v in vars(example).items() if k.startswith("_dynamo")}
         # dims from the outermost in memory to the innermost: a dense layout in that order
-        self.order = sorted(range(len(self.sizes)), key=lambda d: -example.stride()[d])
+        self.order = sorted(range(len(self.sizes)), key=lambda d: -self.stride[d])
         self.dense = example.storage_offset() == 0 and (
-            self._empty(self.sizes, example.dtype).stride() == example.stride()
+            self._empty(self.sizes, example.dtype).stride() == self.stride
         )
 
     def _empty(self, sizes: tuple[int, ...], dtype: Any) -> Any:
@@ -245,16 +248,14 @@ class _StandIn:
         for dim, size in change.items():
             if dim != "dtype":
                 sizes[dim] = size
-        dtype = change.get("dtype", self.example.dtype)
+        dtype = change.get("dtype", self.dtype)
         if not self.plain:
-            return f"{self.name} is a {type(self.example).__name__}, not a plain tensor"
+            return f"{self.name} is a {self.kind}, not a plain tensor"
         if tuple(sizes) == self.sizes:
-            made = torch.empty_strided(
-                self.sizes, self.example.stride(), dtype=dtype, device=self.device
-            )
+            made = torch.empty_strided(self.sizes, self.stride, dtype=dtype, device=self.device)
         elif not self.dense:
             return (
-                f"{self.name}'s strides {tuple(self.example.stride())} are not a dense layout: "
+                f"{self.name}'s strides {self.stride} are not a dense layout: "
                 "the strides of other sizes are not known"
             )
         else:
