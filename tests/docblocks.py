@@ -144,7 +144,8 @@ def readme_example_args() -> list[str]:
 # What differs from run to run in a pasted output: pids, seconds, compile ids, torch's
 # estimate of a guard check (microseconds, measured once per compile).
 _VARIABLE = re.compile(
-    r"pid \d+|\d+\.\d+ ?s\b|\(\d+:\d\d:\d\d\)|\[\d+/\d+\]|estimated \d+(?:\.\d+)? us\b"
+    r"pid \d+|\d+\.\d+ ?s\b|\(\d+:\d\d:\d\d\)|\[\d+/\d+\]"
+    r"|(?:estimated|measured|guard check) \d+(?:\.\d+)? us\b"
 )
 _BANNER = re.compile(r"^([=_-])\1+ (.+?) \1+$")
 
@@ -161,6 +162,10 @@ def _literal(text: str) -> str:
         if piece.startswith("[")
         else "estimated * us"
         if piece.startswith("estimated")
+        else "measured * us"
+        if piece.startswith("measured")
+        else "guard check * us"
+        if piece.startswith("guard check")
         else "*"
         for n, piece in enumerate(pieces)
     )

@@ -154,3 +154,40 @@ def test_bad(recompiles):
     result.stdout.fnmatch_lines(
         ["*DomainError: covers(): the domain names 'y'*(its parameters: x)"]
     )
+
+
+def test_each_entry_s_guard_check_is_measured_on_its_own_call(run, pytester) -> None:
+    """The median check of each entry's guards on stand-ins of the call that compiled it, in
+    the JSON report and the entry's line; none where the entry no longer accepts that call
+    (a global it guards changed since)."""
+    result = run(
+        """
+step = 0
+
+@torch.compile(backend="eager")
+def f(x):
+    return x * 2
+
+@torch.compile(backend="eager")
+def g(x):
+    return x + step
+
+@pytest.mark.max_guards(1)
+def test_measured():
+    global step
+    f(torch.randn(8, 3))
+    g(torch.randn(8, 3))
+    step = 1  # g's entry no longer accepts the call that made it
+""",
+        "--recompile-report=r.json",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["    guards [[]0/0] * guards *; measured * us per check"])
+    report = json.loads((pytester.path / "r.json").read_text())
+    measured = {
+        fn["qualname"]: [e["guard_check_us"] for e in fn["entries"]]
+        for fn in report["tests"][0]["functions"]
+    }
+    (f_check,) = measured["f"]
+    assert 0 < f_check < 1000
+    assert measured["g"] == [None]

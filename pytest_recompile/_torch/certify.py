@@ -20,6 +20,7 @@ from typing import Any
 from ..model.certificate import Certificate, Domain, DomainError, Verdict, group, parse_domain
 from ..model.guards import Reason
 from . import entries, events, guard_tree, reasons, versions
+from .stand_ins import StandIn
 
 
 class CertificateError(DomainError):
@@ -206,71 +207,6 @@ def _compile_key(entry: entries.KeptEntry) -> tuple[int, ...]:
     return tuple(int(p) for p in parts if p.isdigit())
 
 
-# -- stand-ins --------------------------------------------------------------------------------
-
-
-class _StandIn:
-    """Makes a tensor like the example's at a point's sizes and dtype: same device, layout
-    order, requires_grad, type and torch's marks (``mark_dynamic`` and the like). It keeps the
-    example's description only, never the tensor (nor its memory)."""
-
-    def __init__(self, name: str, example: Any) -> None:
-        import torch
-
-        self.name = name
-        self.sizes = tuple(example.shape)
-        self.stride = tuple(example.stride())
-        self.dtype = example.dtype
-        self.device = example.device
-        self.requires_grad = example.requires_grad
-        self.kind = type(example).__name__
-        self.parameter = type(example) is torch.nn.Parameter
-        self.plain = type(example) in (torch.Tensor, torch.nn.Parameter)
-        self.marks = {k: v for k, v in vars(example).items() if k.startswith("_dynamo")}
-        # dims from the outermost in memory to the innermost: a dense layout in that order
-        self.order = sorted(range(len(self.sizes)), key=lambda d: -self.stride[d])
-        self.dense = example.storage_offset() == 0 and (
-            self._empty(self.sizes, example.dtype).stride() == self.stride
-        )
-
-    def _empty(self, sizes: tuple[int, ...], dtype: Any) -> Any:
-        import torch
-
-        outer = [sizes[d] for d in self.order]
-        back = sorted(range(len(self.order)), key=lambda i: self.order[i])
-        return torch.empty(outer, dtype=dtype, device=self.device).permute(back)
-
-    def make(self, change: Mapping[Any, Any]) -> Any:
-        """The stand-in, or a str: why none can be made."""
-        import torch
-
-        sizes = list(self.sizes)
-        for dim, size in change.items():
-            if dim != "dtype":
-                sizes[dim] = size
-        dtype = change.get("dtype", self.dtype)
-        if not self.plain:
-            return f"{self.name} is a {self.kind}, not a plain tensor"
-        if tuple(sizes) == self.sizes:
-            made = torch.empty_strided(self.sizes, self.stride, dtype=dtype, device=self.device)
-        elif not self.dense:
-            return (
-                f"{self.name}'s strides {self.stride} are not a dense layout: "
-                "the strides of other sizes are not known"
-            )
-        else:
-            made = self._empty(tuple(sizes), dtype)
-        if self.requires_grad:
-            if not (made.is_floating_point() or made.is_complex()):
-                return f"{self.name} requires grad, which a {dtype} tensor cannot"
-            made.requires_grad_(True)
-        if self.parameter:
-            made = torch.nn.Parameter(made, requires_grad=self.requires_grad)
-        for key, value in self.marks.items():
-            setattr(made, key, value)
-        return made
-
-
 # -- the certificate --------------------------------------------------------------------------
 
 
@@ -314,7 +250,7 @@ def certify(fn: Any, args: Any, domain: Mapping[str, Any]) -> Certificate:
     places = _places(signature, len(pos) + (1 if user.bound else 0), parsed, user.bound)
     frame, answering = _frame(call, pos, kw)
     code = frame.func.__code__
-    stand_ins = {name: _StandIn(name, example[name]) for name in parsed.tensors}
+    stand_ins = {name: StandIn(name, example[name]) for name in parsed.tensors}
     newest = max(answering, key=_compile_key)
     leaf_kinds: dict[str, str | None] = {}
     verdicts: list[tuple[tuple[Any, ...], Verdict]] = []
@@ -414,7 +350,7 @@ def _decide(
     kw: dict[str, Any],
     changes: dict[str, Any],
     places: dict[str, tuple[str, Any]],
-    stand_ins: dict[str, _StandIn],
+    stand_ins: dict[str, StandIn],
     leaf_kinds: dict[str, str | None],
 ) -> Verdict:
     args, kwargs = list(pos), dict(kw)

@@ -16,7 +16,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from ..model.identity import IdentityMap
-from . import backends, entries, fingerprints, guard_tree, versions
+from . import backends, entries, fingerprints, guard_tree, stand_ins, versions
 
 # Resume functions created at graph breaks are named like this (torch/_dynamo/resume_execution.py).
 RESUME_PREFIX = "torch_dynamo_resume_in_"
@@ -55,6 +55,8 @@ class CompileEvent:
     filtered: bool = False  # compiled under a guard_filter_fn (fewer guards than a plain one)
     inductor: bool = True  # its backend may read inductor's config
     name: str | None = None  # torch.compile(..., name=...), where torch keeps it
+    # the call's arguments, tensors as descriptions: its entry's guard check is timed on them
+    inputs: stand_ins.Captured | None = None
 
 
 CompileKey = tuple[str, int, str, str]
@@ -273,6 +275,7 @@ def event_from(compile_frame: FrameType) -> CompileEvent:
         filtered=backends.hooks_filter_guards(loc.get("hooks")),
         inductor=backends.reads_inductor_config(loc.get("compiler_fn")),
         name=backends.compile_name(loc.get("compiler_fn")),
+        inputs=stand_ins.capture(user_frame.f_locals) if user_frame is not None else None,
     )
 
 

@@ -37,6 +37,7 @@ class EntryGuards:
     values: tuple[str, ...] = ()  # "EQUALS_MATCH G['step']": guards on the user's values
     torch_count: int | None = None  # torch's guard_count (its guard list, before the tree)
     latency_us: float | None = None  # torch's guard_latency_us for this entry
+    check_us: float | None = None  # measured: the median check on the call that made it
 
     @property
     def count(self) -> int:
@@ -52,6 +53,7 @@ class EntryGuards:
             "values": list(self.values),
             "torch_guard_count": self.torch_count,
             "guard_latency_us": self.latency_us,
+            "guard_check_us": self.check_us,
         }
 
 
@@ -71,6 +73,8 @@ def entry_guards(
     guards: Iterable[InstalledGuard],
     torch_count: int | None = None,
     latency_us: float | None = None,
+    *,
+    check_us: float | None = None,
 ) -> EntryGuards:
     """One entry's guards summed up from its leaves."""
     found = list(guards)
@@ -84,6 +88,7 @@ def entry_guards(
         values=tuple(values),
         torch_count=torch_count,
         latency_us=latency_us,
+        check_us=check_us,
     )
 
 

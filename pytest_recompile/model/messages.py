@@ -470,7 +470,11 @@ def entry_line(entry: EntryGuardsResult) -> str:
         torch.append(f"guard_count {torch_count}")
     if latency is not None:
         torch.append(f"estimated {latency:g} us per check")
-    return f"[{entry['entry']}] {counted}" + (f"; torch: {', '.join(torch)}" if torch else "")
+    measured = entry.get("guard_check_us")
+    said = f"; torch: {', '.join(torch)}" if torch else ""
+    if measured is not None:  # the median of repeated checks on the call that made it
+        said += f"; measured {measured:.3g} us per check"
+    return f"[{entry['entry']}] {counted}{said}"
 
 
 def other_torch(note: str) -> str:

@@ -68,7 +68,11 @@ class GuardResult(TypedDict):
     framework: bool
 
 
-class EntryGuardsResult(TypedDict):
+class _Timed(TypedDict, total=False):
+    guard_check_us: float | None  # measured on the call that made it (not in old reports)
+
+
+class EntryGuardsResult(_Timed):
     """The guards one cache entry checks on every call that reaches it
     (``#/$defs/entry_guards``)."""
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 from types import CodeType
 from typing import Any
 
-from .._torch import events, guard_tree, instruments
+from .._torch import events, guard_tree, instruments, stand_ins
 from .._torch.reasons import installed_guard
 from ..model.faults import Faults
 from ..model.guard_cost import EntryGuards, entry_guards
@@ -41,10 +41,20 @@ class GuardTrees:
         # figures read before (a reused compile's): no search of torch's metrics for them
         self._measured: dict[events.CompileKey, instruments.GuardMetrics] = {}
         self._since: set[CodeType] = set()  # code objects compiled since the last read
+        # the arguments of the call that made each entry: its guard check is timed on them
+        self._inputs: dict[events.CompileKey, stand_ins.Captured] = {}
 
-    def compiled(self, code: CodeType) -> None:
-        """``code`` is being compiled: its new entry exists from the next compile on."""
+    def compiled(
+        self,
+        code: CodeType,
+        key: events.CompileKey | None = None,
+        inputs: stand_ins.Captured | None = None,
+    ) -> None:
+        """``code`` is being compiled (the compile ``key``, for the call ``inputs``): its new
+        entry exists from the next compile on."""
         self._since.add(code)
+        if key is not None and inputs is not None:
+            self._inputs[key] = inputs
 
     def read(
         self,
@@ -77,9 +87,23 @@ class GuardTrees:
                     )
                     continue
                 self._read[key] = (manager, record, leaves)
-                self._guards[key] = entry_guards(entry, leaves)
+                self._guards[key] = entry_guards(entry, leaves, check_us=self._time(key, manager))
                 found.append((record, entry, self._guards[key]))
         return found
+
+    def _time(self, key: events.CompileKey, manager: Any) -> float | None:
+        """The entry's guard check timed on the call that made it (then forgotten)."""
+        inputs = self._inputs.pop(key, None)
+        if inputs is None:
+            return None
+        try:
+            return stand_ins.check_us(manager, inputs)
+        except Exception as exc:  # a guard that raises on a stand-in: no time, said once
+            self.faults.add(
+                f"guard check times: an entry's guards raised on a stand-in of its own call "
+                f"({type(exc).__name__}: {exc}); such entries show no measured time"
+            )
+            return None
 
     def installed(self, record: FunctionRecord) -> list[InstalledGuard]:
         """The guards installed on ``record``'s entries, of the trees read so far."""

@@ -170,7 +170,9 @@ class RecompileTracker(Recorder):
             self.rearm()
             self._observe()
             self._read_trees(latest=True)  # the entries compiled so far exist now
-            self._trees.compiled(event.code)
+            self._trees.compiled(
+                event.code, events.compile_key(event.code, event.compile_id), event.inputs
+            )
             record, recompile = self.add(event, again=again)
             violations: list[Violation] = []
             # At a limit where torch raises itself, its exception reaches the user's code

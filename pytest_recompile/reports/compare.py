@@ -31,10 +31,14 @@ MEASURES = (
     "graph-breaks",
     "limit-hits",
     "uncovered",
+    "guard-check",
     "compile-seconds",
 )
 DEFAULT_FAIL_ON = ("recompiles", "graph-breaks", "limit-hits", "uncovered")
 DEFAULT_SECONDS = 1.0  # a change in compile seconds smaller than this is not shown
+# A guard check is shown slower (or faster) past this factor and by at least a microsecond:
+# it is measured, so it is noisy (a torch upgrade that triples it is what this is for).
+GUARD_CHECK_FACTOR = 1.5
 FORMATS = ("text", "markdown", "json")
 ENVIRONMENT = (
     "torch",
@@ -61,6 +65,7 @@ class FunctionFigures:
     limit_hits: int = 0
     failed: list[str] = field(default_factory=list)  # the failing guards' kinds
     uncovered: int = 0  # points of certified domains that would compile again (or undecided)
+    check_us: float | None = None  # the slowest entry's measured guard check
 
 
 @dataclass
@@ -100,6 +105,9 @@ def figures(outcome: str, test: TestResult) -> TestFigures:
                     mine.guards = max(mine.guards or 0, entry["guards"])
                 mine.kinds.update(entry["kinds"])
                 mine.values.update(entry["values"])
+                measured = entry.get("guard_check_us")
+                if measured is not None:
+                    mine.check_us = max(mine.check_us or 0.0, measured)
             for recompile in recompiles:
                 for reason in recompile["reasons"][:1]:
                     label = reason_label(reason)
@@ -155,6 +163,8 @@ class Change:
         """``recompiles 0 -> 1 (+1; failing guards: TENSOR_MATCH(size))``."""
         if self.measure == "compile-seconds":
             return f"compile seconds {self.base:.2f} s -> {self.head:.2f} s"
+        if self.measure == "guard-check":
+            return f"guard check {self.base:.3g} us -> {self.head:.3g} us per call"
         if self.moved:
             return f"graph {'break' if self.head == 1 else 'breaks'} {self.detail}"
         delta = int(self.head - self.base)
@@ -195,6 +205,10 @@ def _function_changes(name: str, base: FunctionFigures, head: FunctionFigures) -
         found.append(Change("limit-hits", name, base.limit_hits, head.limit_hits))
     if head.uncovered != base.uncovered:
         found.append(Change("uncovered", name, base.uncovered, head.uncovered))
+    if base.check_us is not None and head.check_us is not None:
+        low, high = sorted((base.check_us, head.check_us))
+        if high >= low * GUARD_CHECK_FACTOR and high - low >= 1.0:
+            found.append(Change("guard-check", name, base.check_us, head.check_us))
     return found
 
 
@@ -329,6 +343,8 @@ def _amounts(totals: dict[str, tuple[float, int]], word: str) -> str:
         amount, tests = totals[measure]
         if measure == "compile-seconds":
             figure = f"{amount:.2f} s {'more' if word == 'more' else 'less'} compiling"
+        elif measure == "guard-check":
+            figure = f"{'slower' if word == 'more' else 'faster'} guard checks"
         elif amount:
             one, many = _NOUNS[measure]
             figure = f"{int(amount)} {word} {one if amount == 1 else many}"

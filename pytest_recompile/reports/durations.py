@@ -49,6 +49,7 @@ class Spent:
     recompiles: float = 0.0
     caches: str = ""  # cold or warm, in words ("" where no cache was asked)
     owners: set[str] = field(default_factory=set)  # tests and "fixture ..." that compiled it
+    check_us: float | None = None  # a function's slowest entry's measured guard check
 
     def line(self) -> str:
         split = f"{self.first:.2f}s first + {self.recompiles:.2f}s recompiles"
@@ -58,6 +59,8 @@ class Spent:
         where = ", ".join(c for c in counted if not c.startswith("0 "))
         more = f", in {where}" if len(self.owners) > 1 else ""
         caches = f"  [{self.caches}]" if self.caches else ""
+        if self.check_us is not None:  # what each call pays before an entry answers
+            caches += f"  [guard check {self.check_us:.3g} us]"
         return f"{self.seconds:.2f}s = {split}  {self.name}{more}{caches}"
 
 
@@ -105,6 +108,10 @@ def functions(
             spent.first += fn["compile_seconds"] - fn["recompile_seconds"]
             if fn["compile_seconds"] > 0:  # compiled there, not reused
                 spent.owners.add(owner)
+            for entry in fn.get("entries", ()):
+                measured = entry.get("guard_check_us")
+                if measured is not None:
+                    spent.check_us = max(spent.check_us or 0.0, measured)
     return list(by_function.values())
 
 

@@ -476,3 +476,35 @@ def test_an_integral_float_is_where_the_checker_is_stricter_than_jsonschema(
         f"summary.recompiles: expected integer, got {data['summary']['recompiles']!r}: "
         f"{INTEGRAL_FLOAT}"
     )
+
+
+def test_uncovered_points_and_slower_guard_checks_are_changes() -> None:
+    """A certificate with more uncovered points is worse (failed on by default); a guard
+    check counts as slower only past 1.5 times and a microsecond (it is measured: noisy)."""
+    from pytest_recompile.reports.compare import (
+        DEFAULT_FAIL_ON,
+        FunctionFigures,
+        _function_changes,
+    )
+
+    (change,) = _function_changes("f", FunctionFigures(uncovered=0), FunctionFigures(uncovered=2))
+    assert (change.measure, change.worse, change.text()) == (
+        "uncovered",
+        True,
+        "uncovered 0 -> 2 (+2)",
+    )
+    assert "uncovered" in DEFAULT_FAIL_ON
+    assert "guard-check" not in DEFAULT_FAIL_ON
+    noise = _function_changes("f", FunctionFigures(check_us=2.0), FunctionFigures(check_us=2.8))
+    assert noise == []  # under 1.5 times
+    tiny = _function_changes("f", FunctionFigures(check_us=0.4), FunctionFigures(check_us=0.9))
+    assert tiny == []  # under a microsecond
+    (slower,) = _function_changes(
+        "f", FunctionFigures(check_us=20.0), FunctionFigures(check_us=61.0)
+    )
+    assert (slower.measure, slower.worse) == ("guard-check", True)
+    assert slower.text() == "guard check 20 us -> 61 us per call"
+    (faster,) = _function_changes(
+        "f", FunctionFigures(check_us=61.0), FunctionFigures(check_us=20.0)
+    )
+    assert faster.better

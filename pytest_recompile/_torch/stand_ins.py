@@ -1,0 +1,141 @@
+"""Stand-in inputs: tensors like a call's, built from their description alone (sizes, strides'
+order, dtype, device, requires_grad, torch's marks), never holding the call's tensors or their
+memory; a call's arguments captured so, and an entry's guard check timed on them. The shape
+certificate builds its points from them; the gate times each entry's guards on the arguments of
+the call that compiled it."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from . import entries
+
+CHECKS = 31  # guard checks timed per entry: the median is reported
+
+
+class StandIn:
+    """Makes a tensor like the example's at a point's sizes and dtype: same device, layout
+    order, requires_grad, type and torch's marks (``mark_dynamic`` and the like). It keeps the
+    example's description only, never the tensor (nor its memory)."""
+
+    def __init__(self, name: str, example: Any) -> None:
+        import torch
+
+        self.name = name
+        self.sizes = tuple(example.shape)
+        self.stride = tuple(example.stride())
+        self.dtype = example.dtype
+        self.device = example.device
+        self.requires_grad = example.requires_grad
+        self.kind = type(example).__name__
+        self.parameter = type(example) is torch.nn.Parameter
+        self.plain = type(example) in (torch.Tensor, torch.nn.Parameter)
+        self.marks = {k: v for k, v in vars(example).items() if k.startswith("_dynamo")}
+        # dims from the outermost in memory to the innermost: a dense layout in that order
+        self.order = sorted(range(len(self.sizes)), key=lambda d: -self.stride[d])
+        self.dense = example.storage_offset() == 0 and (
+            self._empty(self.sizes, example.dtype).stride() == self.stride
+        )
+
+    def _empty(self, sizes: tuple[int, ...], dtype: Any) -> Any:
+        import torch
+
+        outer = [sizes[d] for d in self.order]
+        back = sorted(range(len(self.order)), key=lambda i: self.order[i])
+        return torch.empty(outer, dtype=dtype, device=self.device).permute(back)
+
+    def make(self, change: Mapping[Any, Any]) -> Any:
+        """The stand-in, or a str: why none can be made."""
+        import torch
+
+        sizes = list(self.sizes)
+        for dim, size in change.items():
+            if dim != "dtype":
+                sizes[dim] = size
+        dtype = change.get("dtype", self.dtype)
+        if not self.plain:
+            return f"{self.name} is a {self.kind}, not a plain tensor"
+        if tuple(sizes) == self.sizes:
+            made = torch.empty_strided(self.sizes, self.stride, dtype=dtype, device=self.device)
+        elif not self.dense:
+            return (
+                f"{self.name}'s strides {self.stride} are not a dense layout: "
+                "the strides of other sizes are not known"
+            )
+        else:
+            made = self._empty(tuple(sizes), dtype)
+        if self.requires_grad:
+            if not (made.is_floating_point() or made.is_complex()):
+                return f"{self.name} requires grad, which a {dtype} tensor cannot"
+            made.requires_grad_(True)
+        if self.parameter:
+            made = torch.nn.Parameter(made, requires_grad=self.requires_grad)
+        for key, value in self.marks.items():
+            setattr(made, key, value)
+        return made
+
+
+class Captured:
+    """A call's arguments by name, each tensor (also inside a tuple, list or dict) kept as its
+    description, anything else as it is."""
+
+    def __init__(self, f_locals: Mapping[str, Any]) -> None:
+        self._values = {name: _describe(name, value) for name, value in f_locals.items()}
+
+    def rebuild(self) -> dict[str, Any] | None:
+        """The arguments with a fresh stand-in for each tensor (None: one cannot be made)."""
+        found = {name: _rebuild(value) for name, value in self._values.items()}
+        return None if any(v is _NONE for v in found.values()) else found
+
+
+_NONE = object()
+
+
+def _describe(name: str, value: Any, depth: int = 0) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return StandIn(name, value)
+    if depth < 2 and type(value) in (tuple, list):
+        return type(value)(_describe(name, v, depth + 1) for v in value)
+    if depth < 2 and type(value) is dict:
+        return {k: _describe(name, v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _rebuild(value: Any) -> Any:
+    if isinstance(value, StandIn):
+        made = value.make({})
+        return _NONE if isinstance(made, str) else made
+    if type(value) in (tuple, list):
+        items = [_rebuild(v) for v in value]
+        return _NONE if any(v is _NONE for v in items) else type(value)(items)
+    if type(value) is dict:
+        pairs = {k: _rebuild(v) for k, v in value.items()}
+        return _NONE if any(v is _NONE for v in pairs.values()) else pairs
+    return value
+
+
+def capture(f_locals: Mapping[str, Any]) -> Captured:
+    return Captured(f_locals)
+
+
+def check_us(guard_manager: Any, captured: Captured) -> float | None:
+    """The median time of one check of an entry's guards on the call that compiled it, in
+    microseconds (None: its stand-ins cannot be made, or the entry does not accept them)."""
+    f_locals = captured.rebuild()
+    if f_locals is None:
+        return None
+    check = guard_manager.check
+    with entries.checking(None):  # a re-installed entry takes no offer here
+        if not check(f_locals):
+            return None
+        times = []
+        for _ in range(CHECKS):
+            began = time.perf_counter_ns()
+            check(f_locals)
+            times.append(time.perf_counter_ns() - began)
+    return round(statistics.median(times) / 1000, 3)
