@@ -273,7 +273,12 @@ class Gate:
         self.ledger.begin_test(run.owner, reusing=isolated and self.keeps_entries)
         if budget is not None:
             tracker = RecompileTracker(
-                budget, mode=self.settings.mode, reset=False, warm_start=True, listen=False
+                budget,
+                mode=self.settings.mode,
+                reset=False,
+                warm_start=True,
+                listen=False,
+                certify_marks=self.settings.certify_marks,
             ).share_faults(self.faults)
             run.verdict = TestVerdict(
                 tracker.start(),

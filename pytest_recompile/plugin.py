@@ -103,6 +103,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_choice_option(
         group,
         parser,
+        "certify_marks",
+        PROCESS_MODES,
+        "on (default): a gated test certifies each domain its calls declare to torch "
+        "(mark_dynamic(x, dim, min=..., max=...)) against the entries of the function that "
+        "received it, as recompiles.covers() would; off: only covers() certifies.",
+    )
+    add_choice_option(
+        group,
+        parser,
         "if_disabled",
         IF_DISABLED,
         "where torch.compile is switched off (TORCH_COMPILE_DISABLE=1, "

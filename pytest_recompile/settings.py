@@ -65,6 +65,7 @@ class Settings:
     max_guards: Rule[int] | None = None  # every gated test's guards per cache entry
     durations: int | None = None  # --recompile-durations=N: list the N slowest (0: all)
     trace: str | None = None  # where the structured traces of tests that broke the gate go
+    certify_marks: bool = True  # certify the domains tests declare with mark_dynamic(min, max)
 
     def __init__(self, **values: Any) -> None:
         unknown = set(values) - set(Settings.__annotations__)
@@ -105,6 +106,7 @@ class Settings:
             fullgraph=fullgraph,
             github=_github(config),
             durations=_durations(config),
+            certify_marks=_choice(config, "recompile_certify_marks", PROCESS_MODES) == "on",
         )
         return _with_files(config, settings.replace(trace=_trace_dir(config)))
 
@@ -130,6 +132,8 @@ class Settings:
             given.append(f"--recompile-durations={self.durations}")
         if self.trace is not None:
             given.append("--recompile-trace")
+        if not self.certify_marks:
+            given.append("--recompile-certify-marks=off")
         return given
 
     @property

@@ -191,3 +191,41 @@ def test_measured():
     (f_check,) = measured["f"]
     assert 0 < f_check < 1000
     assert measured["g"] == [None]
+
+
+DECLARED = """
+@torch.compile(backend="eager")
+def f(x):
+    return x * 2
+
+def test_declared():
+    x = torch.randn(8, 3)
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=64)
+    f(x)
+
+def test_declared_from_one():
+    @torch.compile(backend="eager")
+    def g(x):
+        return x - 1
+    x = torch.randn(8, 3)
+    torch._dynamo.mark_dynamic(x, 0, min=1, max=64)  # a batch of one is meant to be served
+    g(x)
+"""
+
+
+def test_a_domain_declared_to_torch_is_certified_with_no_new_code(run) -> None:
+    """mark_dynamic(x, 0, min=2, max=64) declares 2..64, which the entry keeps: it passes;
+    min=1 declares a batch of one too, which torch specializes away without a word (its entry
+    guards 2 <= size): that test fails, naming the declaration."""
+    result = run(DECLARED, "--recompile-budget=0")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"{PREFIX} 'test_declared_from_one.<locals>.g' would compile again on "
+            "1 uncovered of 64 points of its domain (x.size(0) in 1..64): x.size(0) in {1} "
+            "[[]SHAPE_ENV(0/1 specialization): 2 <= x.size()[[]0] <= 64 *] "
+            "(declared by mark_dynamic(x, 0, min=1, max=64))"
+        ]
+    )
+    off = run(DECLARED, "--recompile-budget=0", "--recompile-certify-marks=off")
+    off.assert_outcomes(passed=2)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import CodeType, FunctionType
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 from ..model.certificate import Certificate, Domain, DomainError, Verdict, group, parse_domain
 from ..model.guards import Reason
 from . import entries, events, guard_tree, reasons, versions
-from .stand_ins import StandIn
+from .stand_ins import Captured, StandIn
 
 
 class CertificateError(DomainError):
@@ -249,23 +249,91 @@ def certify(fn: Any, args: Any, domain: Mapping[str, Any]) -> Certificate:
     parsed = parse_domain(domain, example, lambda v: isinstance(v, torch.Tensor))
     places = _places(signature, len(pos) + (1 if user.bound else 0), parsed, user.bound)
     frame, answering = _frame(call, pos, kw)
-    code = frame.func.__code__
     stand_ins = {name: StandIn(name, example[name]) for name in parsed.tensors}
+
+    def call_locals(changes: dict[str, Any]) -> dict[str, Any] | str:
+        args: list[Any] = list(pos)
+        kwargs = dict(kw)
+        for name, change in changes.items():
+            value = stand_ins[name].make(change) if name in stand_ins else change
+            if isinstance(value, str):
+                return value
+            where, at = places[name]
+            if where == "pos":
+                args[at] = value
+            else:
+                kwargs[at] = value
+        return frame.f_locals(tuple(args), kwargs)
+
+    with entries.checking(call.callback):
+        return _evaluate(frame.func.__code__, parsed, answering, call_locals, began)
+
+
+def certify_declared(code: CodeType, captured: Captured) -> list[tuple[Certificate, str]]:
+    """The domains a call declared to torch itself (``mark_dynamic(x, d, min=, max=)``),
+    certified against ``code``'s entries on stand-ins of that call, each with the declaration
+    in words; none where nothing is declared, a range is too large to decide point by point,
+    or ``code`` has no entries left (a reset)."""
+    answering = _answering(code, None)
+    if not answering:
+        return []
+    found = []
+    for name, dim, low, high in captured.declared():
+        if high - low + 1 > MAX_DECLARED:
+            continue
+        began = time.perf_counter()
+        example = captured.values()
+        parsed = parse_domain({name: {dim: range(low, high + 1)}}, example, _is_stand_in)
+        stand_in = example[name]
+
+        def call_locals(
+            changes: dict[str, Any], name: str = name, stand_in: Any = stand_in
+        ) -> dict[str, Any] | str:
+            made = stand_in.make(changes[name])
+            if isinstance(made, str):
+                return made
+            rebuilt = captured.rebuild()
+            if rebuilt is None:
+                return "the call's other arguments cannot be rebuilt"
+            return {**rebuilt, name: made}
+
+        with entries.checking(None):
+            certificate = _evaluate(code, parsed, answering, call_locals, began)
+        found.append((certificate, f"mark_dynamic({name}, {dim}, min={low}, max={high})"))
+    return found
+
+
+MAX_DECLARED = 20_000  # a declared range larger is left to covers() in parts
+
+
+def _is_stand_in(value: Any) -> bool:
+    return isinstance(value, StandIn)
+
+
+def _evaluate(
+    code: CodeType,
+    parsed: Domain,
+    answering: list[entries.KeptEntry],
+    call_locals: Callable[[dict[str, Any]], dict[str, Any] | str],
+    began: float,
+) -> Certificate:
+    """Each point of ``parsed`` decided from ``answering``'s guards, on the frame locals
+    ``call_locals`` makes for it (a str: why none can be made, the point undecided)."""
     newest = max(answering, key=_compile_key)
     leaf_kinds: dict[str, str | None] = {}
     verdicts: list[tuple[tuple[Any, ...], Verdict]] = []
     uncovered: list[dict[str, Any]] = []
     undecided: list[dict[str, Any]] = []
-    checking = entries.checking(call.callback)
-    with checking:
-        for point in parsed.points():
-            changes = parsed.changes(point)
-            verdict = _decide(
-                frame, answering, newest, pos, kw, changes, places, stand_ins, leaf_kinds
-            )
-            if not verdict.covered:
-                verdicts.append((point, verdict))
-                (undecided if verdict.why is not None else uncovered).append(changes)
+    for point in parsed.points():
+        changes = parsed.changes(point)
+        f_locals = call_locals(changes)
+        if isinstance(f_locals, str):
+            verdict = Verdict(why=f_locals)
+        else:
+            verdict = _decide(code, answering, newest, f_locals, leaf_kinds)
+        if not verdict.covered:
+            verdicts.append((point, verdict))
+            (undecided if verdict.why is not None else uncovered).append(changes)
     return Certificate(
         function=events.qualname(code),
         file=code.co_filename,
@@ -343,30 +411,12 @@ def _safe_accepts(entry: entries.KeptEntry, f_locals: dict[str, Any]) -> bool:
 
 
 def _decide(
-    frame: _Frame,
+    code: CodeType,
     answering: list[entries.KeptEntry],
     newest: entries.KeptEntry,
-    pos: tuple[Any, ...],
-    kw: dict[str, Any],
-    changes: dict[str, Any],
-    places: dict[str, tuple[str, Any]],
-    stand_ins: dict[str, StandIn],
+    f_locals: dict[str, Any],
     leaf_kinds: dict[str, str | None],
 ) -> Verdict:
-    args, kwargs = list(pos), dict(kw)
-    for name, change in changes.items():
-        if name in stand_ins:
-            value = stand_ins[name].make(change)
-            if isinstance(value, str):
-                return Verdict(why=value)
-        else:
-            value = change
-        where, at = places[name]
-        if where == "pos":
-            args[at] = value
-        else:
-            kwargs[at] = value
-    f_locals = frame.f_locals(tuple(args), kwargs)
     breaking = None
     for entry in answering:
         try:
@@ -382,15 +432,15 @@ def _decide(
             why=f"entry {breaking.compile_id} breaks the graph: past the break, the resume "
             "function's guards decide, on values the function computes"
         )
-    return Verdict(reason=_reason(frame, newest, f_locals, leaf_kinds))
+    return Verdict(reason=_reason(code, newest, f_locals, leaf_kinds))
 
 
 def _reason(
-    frame: _Frame, entry: entries.KeptEntry, f_locals: dict[str, Any], leaf_kinds: dict[str, Any]
+    code: CodeType, entry: entries.KeptEntry, f_locals: dict[str, Any], leaf_kinds: dict[str, Any]
 ) -> Reason:
     """The newest entry's failing guard for this call, in torch's words, parsed."""
     raw = entries.fail_reason(entry, f_locals)
     key = reasons.same_guard_text(raw.partition(": ")[2])
     if key not in leaf_kinds:
         leaf_kinds[key] = guard_tree.failing_leaf_kinds([entry], (raw,))[0]
-    return reasons.parse_reason(raw, leaf_kinds[key], frame.func.__code__.co_filename)
+    return reasons.parse_reason(raw, leaf_kinds[key], code.co_filename)

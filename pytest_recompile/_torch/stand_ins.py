@@ -14,6 +14,7 @@ from typing import Any
 from . import entries
 
 CHECKS = 31  # guard checks timed per entry: the median is reported
+_MARKS = frozenset({"_specialize_on"})  # marks torch names without "dynamo"
 
 
 class StandIn:
@@ -33,12 +34,18 @@ class StandIn:
         self.kind = type(example).__name__
         self.parameter = type(example) is torch.nn.Parameter
         self.plain = type(example) in (torch.Tensor, torch.nn.Parameter)
-        self.marks = {k: v for k, v in vars(example).items() if k.startswith("_dynamo")}
+        # torch's marks: mark_dynamic, mark_unbacked, mark_static and what goes with them
+        self.marks = {k: v for k, v in vars(example).items() if k in _MARKS or "dynamo" in k}
         # dims from the outermost in memory to the innermost: a dense layout in that order
         self.order = sorted(range(len(self.sizes)), key=lambda d: -self.stride[d])
         self.dense = example.storage_offset() == 0 and (
             self._empty(self.sizes, example.dtype).stride() == self.stride
         )
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The example's sizes (a domain is checked against them as against a tensor's)."""
+        return self.sizes
 
     def _empty(self, sizes: tuple[int, ...], dtype: Any) -> Any:
         import torch
@@ -84,6 +91,23 @@ class Captured:
 
     def __init__(self, f_locals: Mapping[str, Any]) -> None:
         self._values = {name: _describe(name, value) for name, value in f_locals.items()}
+
+    def values(self) -> dict[str, Any]:
+        """The arguments by name, each tensor as its :class:`StandIn`."""
+        return dict(self._values)
+
+    def declared(self) -> list[tuple[str, int, int, int]]:
+        """(argument, dim, min, max) of each size the call declared to torch with both bounds
+        (``mark_dynamic(x, dim, min=..., max=...)``), in the arguments' order."""
+        found = []
+        for name, value in self._values.items():
+            if isinstance(value, StandIn):
+                for declared in sorted(value.marks.get("_dynamo_dynamic_range") or (), key=str):
+                    low, high = getattr(declared, "min", None), getattr(declared, "max", None)
+                    dim = getattr(declared, "dim", None)
+                    if isinstance(low, int) and isinstance(high, int) and isinstance(dim, int):
+                        found.append((name, dim, low, high))
+        return found
 
     def rebuild(self) -> dict[str, Any] | None:
         """The arguments with a fresh stand-in for each tensor (None: one cannot be made)."""

@@ -19,14 +19,24 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from types import TracebackType
+from types import CodeType, TracebackType
 from typing import Any
 
-from .._torch import caches, dynamic_state, entries, events, hooks, instruments, versions
+from .._torch import (
+    caches,
+    dynamic_state,
+    entries,
+    events,
+    hooks,
+    instruments,
+    stand_ins,
+    versions,
+)
 from ..model.budget import Budget, Rule, check_count
 from ..model.certificate import Certificate
 from ..model.faults import Faults
 from ..model.guards import InstalledGuard
+from ..model.identity import IdentityMap
 from ..model.judge import Violation, judge, unknown_functions
 from ..model.names import MODES, relative
 from ..model.records import FunctionRecord, GraphBreak, distinct_breaks
@@ -58,6 +68,7 @@ class RecompileTracker(Recorder):
         reset: bool = True,
         warm_start: bool = False,
         listen: bool = True,
+        certify_marks: bool = True,
     ) -> None:
         if budget is not None and max_recompiles is not None:
             raise TypeError("pass either budget= or max_recompiles=, not both")
@@ -89,6 +100,13 @@ class RecompileTracker(Recorder):
         self.active = False
         self._settled = False  # nothing happened since the last refresh: no need of another
         self.certificates: list[tuple[Certificate, str]] = []  # covers()'s, with its call site
+        # a gated block certifies the domains its calls declared to torch (mark_dynamic with
+        # min and max) for the function that received them, when it is judged
+        self.certify_marks = certify_marks
+        self._declared: IdentityMap[CodeType, stand_ins.Captured] = IdentityMap()
+        self._declared_done: IdentityMap[CodeType, tuple[int, list[tuple[Certificate, str]]]] = (
+            IdentityMap()
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -173,6 +191,13 @@ class RecompileTracker(Recorder):
             self._trees.compiled(
                 event.code, events.compile_key(event.code, event.compile_id), event.inputs
             )
+            if (
+                self.certify_marks
+                and event.inputs is not None
+                and event.code is event.function  # not a resume function's stack values
+                and event.inputs.declared()
+            ):
+                self._declared[event.code] = event.inputs
             record, recompile = self.add(event, again=again)
             violations: list[Violation] = []
             # At a limit where torch raises itself, its exception reaches the user's code
@@ -392,7 +417,7 @@ class RecompileTracker(Recorder):
         if self.budget is not None:
             found += [
                 Violation("uncovered", len(c.uncovered) + len(c.undecided), 0, where, certificate=c)
-                for c, where in self.certificates
+                for c, where in [*self.certificates, *self.declared_certificates()]
                 if not c.covered
             ]
         fullgraph = self.budget.fullgraph if self.budget is not None else None
@@ -402,6 +427,24 @@ class RecompileTracker(Recorder):
             # torch did not stop at the break (before 2.9, a child): judged from the records.
             breaks = tuple(self.graph_breaks)
             found.append(Violation("fullgraph", len(breaks), 0, fullgraph, breaks=breaks))
+        return found
+
+    def declared_certificates(self) -> list[tuple[Certificate, str]]:
+        """The domains the block's calls declared to torch (``mark_dynamic(x, d, min=,
+        max=)``), certified for the function that received them, as its entries stand (again
+        only where it gained an entry since)."""
+        from .._torch.certify import certify_declared
+
+        found: list[tuple[Certificate, str]] = []
+        for code, captured in self._declared.items():
+            held = entries.answering_entries(code)
+            done = self._declared_done.get(code)
+            if done is None or done[0] != held:
+                certified = self.faults.call(certify_declared, code, captured) or []
+                done = self._declared_done[code] = (held, [
+                    (c, f"declared by {words}") for c, words in certified
+                ])  # fmt: skip
+            found += done[1]
         return found
 
     def _stops_at_breaks(self) -> bool:
