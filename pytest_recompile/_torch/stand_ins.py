@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import statistics
 import time
+import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import entries
 
@@ -87,7 +88,8 @@ class StandIn:
 
 class Captured:
     """A call's arguments by name, each tensor (also inside a tuple, list or dict) kept as its
-    description, anything else as it is."""
+    description, any other object weakly where it can be (a model is never kept alive by it:
+    a compile's event lives as long as its cache entry), a plain value as it is."""
 
     def __init__(self, f_locals: Mapping[str, Any]) -> None:
         self._values = {name: _describe(name, value) for name, value in f_locals.items()}
@@ -127,13 +129,23 @@ def _describe(name: str, value: Any, depth: int = 0) -> Any:
         return type(value)(_describe(name, v, depth + 1) for v in value)
     if depth < 2 and type(value) is dict:
         return {k: _describe(name, v, depth + 1) for k, v in value.items()}
-    return value
+    try:
+        return _Weak(weakref.ref(value))
+    except TypeError:  # an int, a str, None: held as it is
+        return value
+
+
+class _Weak(NamedTuple):
+    ref: weakref.ref[Any]
 
 
 def _rebuild(value: Any) -> Any:
     if isinstance(value, StandIn):
         made = value.make({})
         return _NONE if isinstance(made, str) else made
+    if isinstance(value, _Weak):
+        alive = value.ref()
+        return _NONE if alive is None else alive
     if type(value) in (tuple, list):
         items = [_rebuild(v) for v in value]
         return _NONE if any(v is _NONE for v in items) else type(value)(items)

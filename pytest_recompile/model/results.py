@@ -433,6 +433,7 @@ TIMINGS = frozenset(
         "saved_seconds",
         "seconds",
         "guard_latency_us",
+        "guard_check_us",
         "trace",
         "pid",
         "command",
