@@ -278,7 +278,7 @@ def certify_declared(code: CodeType, captured: Captured) -> list[tuple[Certifica
     in words; none where nothing is declared, a range is too large to decide point by point,
     or ``code`` has no entries left (a reset)."""
     answering = _answering(code, None)
-    if not answering:
+    if not answering or captured.rebuild() is None:  # a reset, or the call's objects are gone
         return []
     found = []
     for name, dim, low, high in captured.declared():

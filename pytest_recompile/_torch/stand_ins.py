@@ -94,6 +94,27 @@ class Captured:
     def __init__(self, f_locals: Mapping[str, Any]) -> None:
         self._values = {name: _describe(name, value) for name, value in f_locals.items()}
 
+    def pin(self) -> list[Any]:
+        """The objects held weakly, alive now (the call is running): whoever keeps this list
+        keeps them alive until it drops it (the tracker, until it timed the entry)."""
+        found: list[Any] = []
+
+        def walk(value: Any) -> None:
+            if isinstance(value, _Weak):
+                alive = value.ref()
+                if alive is not None:
+                    found.append(alive)
+            elif type(value) in (tuple, list):
+                for item in value:
+                    walk(item)
+            elif type(value) is dict:
+                for item in value.values():
+                    walk(item)
+
+        for value in self._values.values():
+            walk(value)
+        return found
+
     def values(self) -> dict[str, Any]:
         """The arguments by name, each tensor as its :class:`StandIn`."""
         return dict(self._values)

@@ -41,8 +41,9 @@ class GuardTrees:
         # figures read before (a reused compile's): no search of torch's metrics for them
         self._measured: dict[events.CompileKey, instruments.GuardMetrics] = {}
         self._since: set[CodeType] = set()  # code objects compiled since the last read
-        # the arguments of the call that made each entry: its guard check is timed on them
-        self._inputs: dict[events.CompileKey, stand_ins.Captured] = {}
+        # the arguments of the call that made each entry (its objects pinned alive until it is
+        # read): its guard check is timed on them
+        self._inputs: dict[events.CompileKey, tuple[stand_ins.Captured, list[Any]]] = {}
 
     def compiled(
         self,
@@ -54,7 +55,7 @@ class GuardTrees:
         entry exists from the next compile on."""
         self._since.add(code)
         if key is not None and inputs is not None:
-            self._inputs[key] = inputs
+            self._inputs[key] = (inputs, inputs.pin())
 
     def read(
         self,
@@ -93,17 +94,21 @@ class GuardTrees:
 
     def _time(self, key: events.CompileKey, manager: Any) -> float | None:
         """The entry's guard check timed on the call that made it (then forgotten)."""
-        inputs = self._inputs.pop(key, None)
-        if inputs is None:
+        found = self._inputs.pop(key, None)
+        if found is None:
             return None
         try:
-            return stand_ins.check_us(manager, inputs)
+            return stand_ins.check_us(manager, found[0])
         except Exception as exc:  # a guard that raises on a stand-in: no time, said once
             self.faults.add(
                 f"guard check times: an entry's guards raised on a stand-in of its own call "
                 f"({type(exc).__name__}: {exc}); such entries show no measured time"
             )
             return None
+
+    def unpin(self) -> None:
+        """The block ended: the arguments of entries never read are let go."""
+        self._inputs.clear()
 
     def installed(self, record: FunctionRecord) -> list[InstalledGuard]:
         """The guards installed on ``record``'s entries, of the trees read so far."""

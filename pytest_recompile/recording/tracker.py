@@ -103,7 +103,8 @@ class RecompileTracker(Recorder):
         # a gated block certifies the domains its calls declared to torch (mark_dynamic with
         # min and max) for the function that received them, when it is judged
         self.certify_marks = certify_marks
-        self._declared: IdentityMap[CodeType, stand_ins.Captured] = IdentityMap()
+        # each function's call that declared a domain, its objects pinned until the block ends
+        self._declared: IdentityMap[CodeType, tuple[stand_ins.Captured, list[Any]]] = IdentityMap()
         self._declared_done: IdentityMap[CodeType, tuple[int, list[tuple[Certificate, str]]]] = (
             IdentityMap()
         )
@@ -167,7 +168,11 @@ class RecompileTracker(Recorder):
         if not self.active:
             return
         self._refresh()  # while torch still keeps every compile's metrics
+        self._trees.unpin()
         self.active = False
+        if self.budget is not None:  # certified while the calls' objects are alive
+            self.declared_certificates()
+        self._declared.clear()  # the pins let go; the certificates stay
         try:
             self._stack.close()  # nothing compiles from here on: no second read
         finally:
@@ -197,7 +202,7 @@ class RecompileTracker(Recorder):
                 and event.code is event.function  # not a resume function's stack values
                 and event.inputs.declared()
             ):
-                self._declared[event.code] = event.inputs
+                self._declared[event.code] = (event.inputs, event.inputs.pin())
             record, recompile = self.add(event, again=again)
             violations: list[Violation] = []
             # At a limit where torch raises itself, its exception reaches the user's code
@@ -435,17 +440,15 @@ class RecompileTracker(Recorder):
         only where it gained an entry since)."""
         from .._torch.certify import certify_declared
 
-        found: list[tuple[Certificate, str]] = []
-        for code, captured in self._declared.items():
+        for code, (captured, _) in self._declared.items():
             held = entries.answering_entries(code)
             done = self._declared_done.get(code)
             if done is None or done[0] != held:
                 certified = self.faults.call(certify_declared, code, captured) or []
-                done = self._declared_done[code] = (held, [
+                self._declared_done[code] = (held, [
                     (c, f"declared by {words}") for c, words in certified
                 ])  # fmt: skip
-            found += done[1]
-        return found
+        return [found for _, done in self._declared_done.values() for found in done]
 
     def _stops_at_breaks(self) -> bool:
         return self.stop_at_breaks and versions.can_error_on_graph_break()
