@@ -174,7 +174,9 @@ def _answering(code: CodeType, callback: Any) -> list[entries.KeptEntry]:
     of the calling region (and those outside any), for the call's backend where known, then
     those the gate re-installed, or dropped where it cannot re-install them."""
     region = entries.calling_region()
-    chain = _backend_chain(callback)
+    # Only torch's own field says an entry's backend for sure: the plugin's notes (2.7 to 2.9)
+    # are by compile id, which torch numbers again after a reset.
+    chain = _backend_chain(callback) if versions.cache_entry_has_backend() else []
     found = [
         e
         for e in entries.for_region(tuple(entries.entries(code)), region)

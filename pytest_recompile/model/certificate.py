@@ -392,8 +392,8 @@ def range_fix(reason: Reason) -> str:
             )
         if "==" in text or "!=" in text or "Eq(" in text or "Ne(" in text:
             return (
-                "the code branches on this size (the line named): mark_unbacked keeps one "
-                "graph, or warm up with the sizes on both sides"
+                "the code branches on this size: warm up with the sizes on both sides of the "
+                "branch, or remove the branch on the size"
             )
     if kind == "TENSOR_MATCH" and reason.detail == "size":
         return (
