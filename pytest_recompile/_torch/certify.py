@@ -190,9 +190,8 @@ def _answering(code: CodeType, callback: Any) -> list[entries.KeptEntry]:
 
 
 def _backend_chain(callback: Any) -> list[Any]:
-    """A torch.compile wrapper's callback and every backend behind it: the entry's backend is
-    one of them (torch's field, 2.10+: the innermost; noted by the plugin on 2.7 and 2.9: the
-    compile's ``compiler_fn``, one level out)."""
+    """A torch.compile wrapper's callback and every backend behind it: torch's
+    ``CacheEntry.backend`` (2.10+) is one of them, the innermost."""
     chain: list[Any] = []
     found = callback
     while found is not None and len(chain) < 32 and not any(found is c for c in chain):
