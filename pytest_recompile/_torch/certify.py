@@ -36,10 +36,15 @@ class _Frame:
     self_: Any = None
     bound: bool = False
 
+    @functools.cached_property
+    def signature(self) -> inspect.Signature:
+        """The function's own signature (not the one it wraps), read once: every point binds it."""
+        return inspect.signature(self.func, follow_wrapped=False)
+
     def f_locals(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The frame's arguments by name, as torch hands them to the guards (its closure too)."""
         call = (self.self_, *args) if self.bound else args
-        bound = inspect.signature(self.func, follow_wrapped=False).bind(*call, **kwargs)
+        bound = self.signature.bind(*call, **kwargs)
         bound.apply_defaults()
         found = dict(bound.arguments)
         cells = self.func.__closure__ or ()
@@ -239,7 +244,7 @@ def certify(fn: Any, args: Any, domain: Mapping[str, Any]) -> Certificate:
     pos, kw = (*call.args, *pos), {**call.kwargs, **kw}
     user = call.user
     try:
-        signature = inspect.signature(user.func, follow_wrapped=False)
+        signature = user.signature
         bound = signature.bind(*((user.self_, *pos) if user.bound else pos), **kw)
     except TypeError as exc:
         raise CertificateError(
@@ -279,7 +284,8 @@ def certify_declared(code: CodeType, captured: Captured) -> list[tuple[Certifica
     in words; none where nothing is declared, a range is too large to decide point by point,
     or ``code`` has no entries left (a reset)."""
     answering = _answering(code, None)
-    if not answering or captured.rebuild() is None:  # a reset, or the call's objects are gone
+    rebuilt = captured.rebuild()  # the other arguments: the same at every point
+    if not answering or rebuilt is None:  # a reset, or the call's objects are gone
         return []
     found = []
     for name, dim, low, high in captured.declared():
@@ -294,12 +300,7 @@ def certify_declared(code: CodeType, captured: Captured) -> list[tuple[Certifica
             changes: dict[str, Any], name: str = name, stand_in: Any = stand_in
         ) -> dict[str, Any] | str:
             made = stand_in.make(changes[name])
-            if isinstance(made, str):
-                return made
-            rebuilt = captured.rebuild()
-            if rebuilt is None:
-                return "the call's other arguments cannot be rebuilt"
-            return {**rebuilt, name: made}
+            return made if isinstance(made, str) else {**rebuilt, name: made}
 
         with entries.checking(None):
             certificate = _evaluate(code, parsed, answering, call_locals, began)

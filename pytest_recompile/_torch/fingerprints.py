@@ -60,6 +60,13 @@ _DYNAMO_OWN = frozenset({"_dynamo_static_input_type"})
 Marks = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 
 
+def tensor_marks(tensor: Any) -> dict[str, Any]:
+    """torch's marks on one tensor (``mark_dynamic`` and the rest), by attribute name:
+    what decides a compile beyond its guards, and what a stand-in of it must carry."""
+    attrs = getattr(tensor, "__dict__", None) or {}
+    return {k: v for k, v in attrs.items() if k.startswith(_MARK_PREFIXES) and k not in _DYNAMO_OWN}
+
+
 _MODULE_HOOKS = (
     "_forward_hooks",
     "_forward_pre_hooks",
@@ -98,14 +105,7 @@ def _input_marks(f_locals: Any) -> Marks:
 
     def visit(path: str, value: Any, depth: int) -> None:
         if isinstance(value, torch.Tensor):
-            attrs = getattr(value, "__dict__", None) or {}
-            marks = tuple(
-                sorted(
-                    (k, repr(v))
-                    for k, v in attrs.items()
-                    if k.startswith(_MARK_PREFIXES) and k not in _DYNAMO_OWN
-                )
-            )
+            marks = tuple(sorted((k, repr(v)) for k, v in tensor_marks(value).items()))
             if marks:
                 found.append((path, marks))
         elif depth > 2:

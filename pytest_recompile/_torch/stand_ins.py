@@ -12,10 +12,9 @@ import weakref
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from . import entries
+from . import entries, fingerprints
 
 CHECKS = 31  # guard checks timed per entry: the median is reported
-_MARKS = frozenset({"_specialize_on"})  # marks torch names without "dynamo"
 
 
 class StandIn:
@@ -35,18 +34,25 @@ class StandIn:
         self.kind = type(example).__name__
         self.parameter = type(example) is torch.nn.Parameter
         self.plain = type(example) in (torch.Tensor, torch.nn.Parameter)
-        # torch's marks: mark_dynamic, mark_unbacked, mark_static and what goes with them
-        self.marks = {k: v for k, v in vars(example).items() if k in _MARKS or "dynamo" in k}
+        self.marks = fingerprints.tensor_marks(example)
         # dims from the outermost in memory to the innermost: a dense layout in that order
         self.order = sorted(range(len(self.sizes)), key=lambda d: -self.stride[d])
-        self.dense = example.storage_offset() == 0 and (
-            self._empty(self.sizes, example.dtype).stride() == self.stride
-        )
+        self.dense = example.storage_offset() == 0 and self._dense_strides() == self.stride
 
     @property
     def shape(self) -> tuple[int, ...]:
         """The example's sizes (a domain is checked against them as against a tensor's)."""
         return self.sizes
+
+    def _dense_strides(self) -> tuple[int, ...]:
+        """The strides of the example's sizes laid out densely in its order (what
+        :meth:`_empty` makes), worked out rather than allocated: this runs at every compile."""
+        strides = [0] * len(self.sizes)
+        step = 1
+        for dim in reversed(self.order):
+            strides[dim] = step
+            step *= max(self.sizes[dim], 1)
+        return tuple(strides)
 
     def _empty(self, sizes: tuple[int, ...], dtype: Any) -> Any:
         import torch
