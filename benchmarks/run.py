@@ -110,481 +110,40 @@ import json
 import os
 import platform
 import pstats
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
-import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-LAUNCHER = """
-import json, os, resource, sys
-import pytest
-
-class Durations:  # each test's set-up, call and teardown, in the order the tests ran
-    def __init__(self):
-        self.seconds = {}
-
-    def pytest_runtest_logreport(self, report):
-        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
-
-durations = Durations()
-timed = [durations] if os.environ.get("BENCH_DURATIONS") else []
-rc = pytest.main(sys.argv[1:], plugins=timed)
-usage = resource.getrusage(resource.RUSAGE_SELF)
-found = list(durations.seconds.values())
-print("BENCH " + json.dumps({"rc": int(rc), "maxrss_kb": usage.ru_maxrss, "durations": found}))
-"""
-
-ROOT = Path(__file__).resolve().parent.parent  # this checkout
-
-# Instruction counts (callgrind) repeat exactly for one hash seed; from seed to seed they vary
-# by about 0.1% (dict and set layouts): each variant runs once under each of these seeds, the
-# same seeds for both, and the median is compared.
-HASH_SEEDS = ("0", "1", "2")
-
-# The plugin's own test tools (hypothesis, pytest-randomly) stay out of both variants.
-QUIET = ["-q", "-W", "ignore"] + [
-    arg
-    for name in ("cacheprovider", "randomly", "hypothesispytest")
-    for arg in ("-p", f"no:{name}")
-]
-
-
-@dataclass
-class Run:
-    seconds: float  # what the benchmark times (wall of the process, or a time read inside)
-    maxrss_kb: int
-    rc: int
-    durations: list[float] = field(default_factory=list)  # each test's seconds (BENCH_DURATIONS=1)
-    output: str = ""  # what pytest printed (the fail-fast check reads why a run failed)
-
-
-@dataclass
-class Result:
-    name: str
-    a_label: str
-    b_label: str
-    a: list[float]
-    b: list[float]
-    target: float
-    unit: str = "s"
-
-    @property
-    def ratio(self) -> float:
-        return statistics.median(self.b) / statistics.median(self.a)
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        """The 95% interval of B/A (:func:`ratio_interval`)."""
-        return ratio_interval(self.a, self.b)
-
-    @property
-    def verdict(self) -> str:
-        """``met`` where the whole interval is within the target, ``NO`` where all of it is
-        beyond, ``inconclusive`` where the target lies inside it; ``-``: no target."""
-        if self.target == float("inf"):
-            return "-"
-        low, high = self.interval
-        return "met" if high <= self.target else "NO" if low > self.target else "inconclusive"
-
-    @property
-    def met(self) -> bool:
-        return self.verdict in ("met", "-")
-
-    @property
-    def reps(self) -> str:
-        """The repetitions (or blocks) each side was measured over."""
-        return str(len(self.a)) if len(self.a) == len(self.b) else f"{len(self.a)}/{len(self.b)}"
-
-
-BOOTSTRAP_ROUNDS = 2000
-
-
-def ratio_interval(
-    a: list[float], b: list[float], rounds: int = BOOTSTRAP_ROUNDS, seed: int = 0
-) -> tuple[float, float]:
-    """The 95% percentile-bootstrap interval of median(B) / median(A). Where both sides have
-    as many measurements, they were taken in pairs (interleaved: a round's A beside its B), and
-    rounds are resampled as pairs, which keeps what drifted in both; otherwise each side apart.
-    A fixed seed: the same measurements give the same interval."""
-    import random
-
-    rng = random.Random(seed)
-    n, m = len(a), len(b)
-    ratios = []
-    for _ in range(rounds):
-        if n == m:
-            picks = [rng.randrange(n) for _ in range(n)]
-            ra, rb = [a[i] for i in picks], [b[i] for i in picks]
-        else:
-            ra, rb = rng.choices(a, k=n), rng.choices(b, k=m)
-        ratios.append(statistics.median(rb) / statistics.median(ra))
-    ratios.sort()
-    return ratios[int(0.025 * rounds)], ratios[int(0.975 * rounds) - 1]
-
-
-def spread(values: list[float]) -> float:
-    """Half the range, relative to the median: a plain, honest measure of the noise."""
-    return (max(values) - min(values)) / 2 / statistics.median(values)
-
-
-def run_pytest(
-    workdir: Path,
-    args: list[str],
-    *,
-    timer: Callable[[], float] | None = None,
-    env: dict[str, str] | None = None,
-    instructions: bool = False,
-) -> Run:
-    """One pytest process; its wall time, or the time ``timer`` reads from what the run
-    wrote, or (``instructions``) the instructions it executed, counted by callgrind."""
-    # Bytecode caching on, as Python does by default (this sandbox sets it off): what a
-    # user's pytest pays at start-up, for both variants alike.
-    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    prefix = []
-    if instructions:
-        prefix = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-    begin = time.perf_counter()
-    proc = subprocess.run(
-        [*prefix, sys.executable, str(workdir / "launcher.py"), *args],
-        cwd=workdir,
-        env={**base, **(env or {})},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    wall = time.perf_counter() - begin
-    if instructions:
-        counted = re.search(r"Collected : (\d+)", proc.stderr)
-        if counted is None:
-            raise SystemExit(f"callgrind gave no count:\n{proc.stderr[-2000:]}")
-        wall = float(counted.group(1))
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH ")), None)
-    if line is None:
-        raise SystemExit(
-            f"benchmark run failed: {args}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        )
-    data = json.loads(line[6:])
-    seconds = timer() if timer else wall
-    return Run(seconds, data["maxrss_kb"], data["rc"], data["durations"], proc.stdout)
-
-
-def interleaved(
-    reps: int, a: Callable[[], Run], b: Callable[[], Run]
-) -> tuple[list[Run], list[Run]]:
-    """A B, B A, A B, ...: neither variant always runs first."""
-    runs_a, runs_b = [], []
-    for rep in range(reps):
-        order = [(a, runs_a), (b, runs_b)]
-        for fn, into in order if rep % 2 == 0 else reversed(order):
-            into.append(fn())
-    return runs_a, runs_b
-
-
-# --- the suites ------------------------------------------------------------------------------
-
-
-def write_startup_suite(root: Path, tests: int) -> None:
-    per_file = 20
-    for index in range(max(1, tests // per_file)):
-        body = "\n".join(
-            f"def test_{index}_{n}():\n    assert {n} + 1 == {n + 1}\n" for n in range(per_file)
-        )
-        (root / f"test_plain_{index}.py").write_text(body)
-
-
-def write_gated_suite(root: Path, tests: int, calls: int) -> None:
-    functions = "\n".join(
-        textwrap.dedent(
-            f"""
-            def test_{n}():
-                @torch.compile(backend="eager")
-                def f(x):
-                    return (x * {n + 2}).sin() + {n}
-                x = torch.ones(8)
-                for _ in range({calls}):
-                    f(x)
-            """
-        )
-        for n in range(tests)
-    )
-    (root / "test_gated.py").write_text("import torch\n" + functions)
-
-
-def write_hot_suite(root: Path, calls: int) -> None:
-    """One test alternating blocks of calls with the gate's tracker active (B) and not (A),
-    ABBA, in one warm process: cache-hit timing is too noisy across processes on a shared
-    machine to resolve 2%, and the tracker is what a gated test runs under."""
-    (root / "test_hot.py").write_text(
-        textwrap.dedent(
-            f"""
-            import json, os, time
-            import torch
-            from pytest_recompile import RecompileTracker
-
-            @torch.compile(backend="eager")
-            def f(x):
-                return x * 2 + 1
-
-            def test_hot():
-                x = torch.ones(4)
-                for _ in range(100):
-                    f(x)
-                per_block, blocks = 500, 2 * max(1, {calls} // 500)
-                times = {{"a": [], "b": []}}
-                for i in range(blocks):
-                    gated = (i % 4) in (1, 2)
-                    tracker = RecompileTracker(max_recompiles=0, reset=False) if gated else None
-                    if tracker:
-                        tracker.start()
-                    start = time.perf_counter()
-                    for _ in range(per_block):
-                        f(x)
-                    times["b" if gated else "a"].append(time.perf_counter() - start)
-                    if tracker:
-                        tracker.stop()
-                        assert tracker.count() == 0
-                with open(os.environ["BENCH_OUT"], "w") as out:
-                    json.dump(times, out)
-            """
-        )
-    )
-
-
-def write_children_suite(root: Path, blocks: int, plain: int) -> None:
-    """One gated test timing blocks of children with the contract's environment (B) and
-    without it (A), ABBA: both kinds of children in one process, side by side."""
-    (root / "test_children.py").write_text(
-        textwrap.dedent(
-            f"""
-            import json, multiprocessing, os, subprocess, sys, time
-
-            CONTRACT = ("PYTEST_RECOMPILE_SPOOL", "PYTHONPATH", "PYTEST_RECOMPILE_SITECUSTOMIZE")
-
-            def compile_one():
-                import torch
-                f = torch.compile(lambda x: x * 2 + 1, backend="eager")
-                f(torch.ones(4))
-
-            def spawn_two():
-                ctx = multiprocessing.get_context("spawn")
-                children = [ctx.Process(target=compile_one) for _ in range(2)]
-                for child in children:
-                    child.start()
-                for child in children:
-                    child.join()
-                    assert child.exitcode == 0
-
-            def plain():
-                for _ in range({plain}):
-                    subprocess.run([sys.executable, "-c", "pass"], check=True)
-
-            def timed(block, contract):
-                saved = {{name: os.environ.get(name) for name in CONTRACT}}
-                if not contract:
-                    for name in CONTRACT:
-                        os.environ.pop(name, None)
-                try:
-                    start = time.perf_counter()
-                    block()
-                    return time.perf_counter() - start
-                finally:
-                    for name, value in saved.items():
-                        if value is not None:
-                            os.environ[name] = value
-
-            def test_children():
-                assert os.environ.get("PYTEST_RECOMPILE_SPOOL"), "run it gated"
-                times = {{"compile": {{"a": [], "b": []}}, "plain": {{"a": [], "b": []}}}}
-                for kind, block in (("compile", spawn_two), ("plain", plain)):
-                    timed(block, True)  # warm the file system for both
-                    for i in range(2 * {blocks}):
-                        contract = (i % 4) in (1, 2)
-                        times[kind]["b" if contract else "a"].append(timed(block, contract))
-                times["contract"] = {{name: os.environ.get(name) for name in CONTRACT}}
-                with open(os.environ["BENCH_OUT"], "w") as out:
-                    json.dump(times, out)
-            """
-        )
-    )
-
-
-def child_instructions(env: dict[str, str]) -> float:
-    """Instructions one ``python -c pass`` child executes, counted by callgrind."""
-    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    proc = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c",
-         "pass"],
-        env={**base, **env}, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    counted = re.search(r"Collected : (\d+)", proc.stderr)
-    if counted is None:
-        raise SystemExit(f"callgrind gave no count:\n{proc.stderr[-2000:]}")
-    return float(counted.group(1))
-
-
-def write_step_conftest(root: Path, backend: str) -> None:
-    """Start the compiler up once at collection, on a function of its own, as the tests
-    before this one would have in a real suite: the time to verdict is then the test's own
-    compiles, not the compiler's one-time start-up (imports, the C++ toolchain)."""
-    options = "" if backend == "inductor" else f'backend="{backend}"'
-    (root / "conftest.py").write_text(
-        textwrap.dedent(
-            f"""
-            import torch
-
-            torch.compile(lambda x: (x + 3).cos(), {options})(torch.ones(3))
-            torch._dynamo.reset()
-            """
-        )
-    )
-
-
-def write_step_suite(root: Path, backend: str) -> None:
-    decorator = (
-        "@torch.compile" if backend == "inductor" else f'@torch.compile(backend="{backend}")'
-    )
-    (root / "test_step.py").write_text(
-        textwrap.dedent(
-            f"""
-            import torch
-
-            step = 0
-
-            {decorator}
-            def scaled(x):
-                return (x * 2).sin() * (step + 1)
-
-            def test_steps():
-                global step
-                for i in range(10):
-                    step = i
-                    scaled(torch.ones(16))
-            """
-        )
-    )
-
-
-TRANSFORMER = """
-import pytest
-import torch
-
-class Split(torch.nn.Module):
-    \"\"\"The encoder's two layers with a graph break between them (a print, a log call).\"\"\"
-
-    def __init__(self, encoder):
-        super().__init__()
-        self.encoder = encoder
-
-    def forward(self, x):
-        x = self.encoder.layers[0](x)
-        torch._dynamo.graph_break()
-        return self.encoder.layers[1](x)
-
-def make_model(split=False):
-    layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, batch_first=True)
-    model = torch.nn.TransformerEncoder(layer, num_layers=2).eval()
-    return torch.compile(Split(model) if split else model{options})
-"""
-
-
-def write_transformer_suite(root: Path, tests: int, backend: str, *, kind: str) -> None:
-    """``tests`` tests each calling the model three times at one shape under no_grad. The
-    model is warmed in a module-scoped fixture (``warmed``), compiled at module level and
-    first called inside the tests (``inside``; ``batches``: each test at one of three batch
-    sizes; ``split``: its forward split by a graph break), or built and compiled in each test
-    (``rebuilt``; ``split_rebuilt``: split by a graph break)."""
-    options = "" if backend == "inductor" else f', backend="{backend}"'
-    head = TRANSFORMER.format(options=options)
-    fixtures = {
-        "warmed": """
-            @pytest.fixture(scope="module")
-            def model():
-                compiled = make_model()
-                with torch.no_grad():
-                    compiled(torch.randn(4, 16, 64))
-                return compiled
-            """,
-        "inside": """
-            compiled = make_model()
-
-            @pytest.fixture
-            def model():
-                return compiled
-            """,
-        "rebuilt": """
-            @pytest.fixture
-            def model():
-                return make_model()
-            """,
-        "split": """
-            compiled = make_model(split=True)
-
-            @pytest.fixture
-            def model():
-                return compiled
-            """,
-        "split_rebuilt": """
-            @pytest.fixture
-            def model():
-                return make_model(split=True)
-            """,
-    }
-    head += textwrap.dedent(fixtures["inside" if kind == "batches" else kind])
-    batches = [2, 4, 8] if kind == "batches" else [4]
-    body = "\n".join(
-        textwrap.dedent(
-            f"""
-            def test_{n}(model):
-                x = torch.randn({batches[n % len(batches)]}, 16, 64)
-                with torch.no_grad():
-                    for _ in range(3):
-                        model(x)
-            """
-        )
-        for n in range(tests)
-    )
-    (root / "test_model.py").write_text(head + body)
-
-
-def write_fast_suite(root: Path, tests: int) -> None:
-    """``tests`` fast tests, eager backend, of three kinds in turn: a module fixture's warmed
-    compiled function, a module-level compiled function, and a function each test defines and
-    compiles (a code object of each test's own: torch compiles it once, in that test)."""
-    head = textwrap.dedent(
-        """
-        import pytest
-        import torch
-
-        @torch.compile(backend="eager")
-        def shared(x):
-            return x * 2 + 1
-
-        def warm_me(x):
-            return x - 1
-
-        @pytest.fixture(scope="module")
-        def warmed():
-            compiled = torch.compile(warm_me, backend="eager")
-            compiled(torch.ones(4))
-            return compiled
-        """
-    )
-    kinds = [
-        "def test_{n}(warmed):\n    warmed(torch.ones(4))\n",
-        "def test_{n}():\n    shared(torch.ones(4))\n",
-        "def test_{n}():\n    def own(x):\n        return x + 3\n"
-        '    torch.compile(own, backend="eager")(torch.ones(4))\n',
-    ]
-    body = "\n\n".join(kinds[n % 3].format(n=n) for n in range(tests))
-    (root / "test_fast.py").write_text(head + "\n\n" + body)
+from harness import (
+    HASH_SEEDS,
+    LAUNCHER,
+    QUIET,
+    ROOT,
+    Result,
+    Run,
+    child_instructions,
+    interleaved,
+    junit_seconds,
+    noisy_reps,
+    run_pytest,
+    spread,
+)
+from suites import (
+    write_children_suite,
+    write_deep_suite,
+    write_fast_suite,
+    write_gated_suite,
+    write_hot_suite,
+    write_startup_suite,
+    write_step_conftest,
+    write_step_suite,
+    write_transformer_suite,
+)
 
 
 def fast_benchmarks(fast: Path, tests: int, reps: int, xdist_reps: int) -> list[Result]:
@@ -632,11 +191,6 @@ def fast_benchmarks(fast: Path, tests: int, reps: int, xdist_reps: int) -> list[
                "-p no:recompile", "--recompile-budget", slopes["off"], slopes["on"], 1.20,
                unit="x"),
     ]  # fmt: skip
-
-
-def junit_seconds(path: Path) -> float:
-    case = next(ET.parse(path).getroot().iter("testcase"))
-    return float(case.get("time", "nan"))
 
 
 # --- profile of the gated suite ------------------------------------------------------------
@@ -711,15 +265,6 @@ def startup_benchmarks(start: Path, tests: int, reps: int, quick: bool) -> list[
                float("inf") if counted else 1.02)
     )  # fmt: skip
     return results
-
-
-def noisy_reps(reps: int, quick: bool) -> int:
-    """Repetitions of a benchmark whose runs vary by more than its target on a shared machine:
-    three times the suites'. A block of 2 compiling children lasts about 4 s and varies by
-    5-8% (medians of 3 to 7 blocks read 0.96 to 1.06 from run to run); the fast suite under
-    ``-n 2`` varies by up to 6% against a 3% target (medians of 7 runs of the same code read
-    1.026 and 1.055 an hour apart)."""
-    return 1 if quick else 3 * reps
 
 
 def children_benchmarks(kids: Path, reps: int, quick: bool) -> list[Result]:
@@ -1052,42 +597,6 @@ def trace_benchmark(gated: Path, sizes: dict[str, int], reps: int) -> Result:
         "calls, eager, every test passes", "--recompile-budget", "and --recompile-trace=DIR",
         [r.seconds for r in a], [r.seconds for r in b], 1.10,
     )  # fmt: skip
-
-
-def write_deep_suite(root: Path, tests: int, layers: int) -> None:
-    """Tests that each compile a model of ``layers`` blocks: large guard trees to read."""
-    (root / "test_deep.py").write_text(
-        textwrap.dedent(
-            f"""
-            import pytest
-            import torch
-
-            class Block(torch.nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.linear = torch.nn.Linear(8, 8)
-
-                def forward(self, x):
-                    return torch.relu(self.linear(x))
-
-            class Decoder(torch.nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.blocks = torch.nn.ModuleList(Block() for _ in range({layers}))
-
-                def forward(self, x):
-                    for block in self.blocks:
-                        x = block(x)
-                    return x
-
-            @pytest.mark.parametrize("n", range({tests}))
-            def test_deep(n):
-                model = torch.compile(Decoder(), backend="eager")
-                for _ in range(10):
-                    model(torch.randn(4, 8))
-            """
-        )
-    )
 
 
 def guard_benchmarks(

@@ -33,7 +33,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from run import write_fast_suite
+from suites import write_fast_suite
 
 KINDS = ("fixture's warmed function", "module-level function", "own function")
 
