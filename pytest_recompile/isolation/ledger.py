@@ -29,6 +29,7 @@ from ..model.faults import Faults
 from ..model.identity import IdentityMap, IdentitySet
 from . import reuse
 from .owners import Compiled, Owner
+from .phases import Phases
 
 _PENDING = 64  # compiles kept per code object while they have made no entry (yet)
 _OFFERS = 8  # reusable entries kept per code object, newest first (each miss checks them)
@@ -40,12 +41,7 @@ class Ledger:
     the wider fixtures' lifetimes, and the offers a test takes; before each isolated test,
     the entries it would have alone kept, and earlier tests' first compiles offered."""
 
-    outside: Owner = field(default_factory=lambda: Owner("outside", "outside any test"))
-    phase: list[Owner] = field(default_factory=list)
-    # The test that ran last: a compile between two tests (a finalizer, an object pytest
-    # frees after the teardown, a thread still running) is its, never import time's.
-    left_by: Owner | None = None
-    fixtures: list[Owner] = field(default_factory=list)  # live fixture owners, oldest first
+    phases: Phases = field(default_factory=Phases)  # who owns a compile now (pure Python)
     # guard manager of a cache entry -> who compiled it, and the compile
     owners: weakref.WeakKeyDictionary[Any, Owner] = field(default_factory=weakref.WeakKeyDictionary)
     made: weakref.WeakKeyDictionary[Any, Compiled] = field(
@@ -76,9 +72,7 @@ class Ledger:
     # refused the offer (again), or the entries dropped could not be offered (unreusable)
     again: IdentityMap[CodeType, str] = field(default_factory=IdentityMap)
     unreusable: IdentityMap[CodeType, str] = field(default_factory=IdentityMap)
-    using: frozenset[str] | None = None  # the wider fixtures the running test uses (None: all)
     reuse: bool = False  # offer earlier tests' first compiles (this torch can)
-    reusing: bool = False  # an isolated test's phases are running: offers may be taken
     on_reuse: Callable[[Owner, Compiled], None] | None = None  # told of each offer taken
     baseline_state: dict[Any, Any] = field(default_factory=dict)  # at the first test
     baseline_examples: dict[str, list[Any]] = field(default_factory=dict)  # eager_then_compile
@@ -91,14 +85,15 @@ class Ledger:
     faults: Faults = field(default_factory=Faults)  # contained internal errors, told once
     faulted: IdentitySet[CodeType] = field(default_factory=IdentitySet)
     started: bool = False
-    live: dict[int, Owner] = field(default_factory=dict)  # fixture key -> its current set-up
-    tearing: dict[int, Owner] = field(default_factory=dict)  # fixture key -> its teardown
 
     @property
     def current(self) -> Owner:
-        if self.phase:
-            return self.phase[-1]
-        return self.left_by or self.outside
+        return self.phases.current
+
+    @property
+    def using(self) -> frozenset[str] | None:
+        """The wider fixtures the running test uses (None: all)."""
+        return self.phases.using
 
     def configure(self, *, reuse: bool, on_reuse: Callable[[Owner, Compiled], None]) -> None:
         """What this torch allows, decided once before the first test: whether earlier tests'
@@ -109,16 +104,12 @@ class Ledger:
     def begin_test(self, owner: Owner, *, reusing: bool) -> None:
         """A test's phases begin: its compiles are ``owner``'s; ``reusing``: it is isolated,
         so earlier tests' first compiles may answer its calls."""
-        self.phase = [owner]
-        self.reusing = reusing
-        self.left_by = None
+        self.phases.begin_test(owner, reusing=reusing)
 
     def end_test(self, owner: Owner) -> None:
         """A test's phases ended: what compiles until the next test begins is still its (and
         dropped before the next isolated test, as its own compiles are)."""
-        self.phase = []
-        self.reusing = False
-        self.left_by = owner
+        self.phases.end_test(owner)
 
     def start(self) -> None:
         """Before the first test: what import and collection compiled is kept from now on,
@@ -136,7 +127,7 @@ class Ledger:
             self.seen.add(code)
             # Entries made before the gate listened were made outside any test.
             for entry in entries.entries(code):
-                self._own(code, entry, self.outside, None)
+                self._own(code, entry, self.phases.outside, None)
 
     # -- compiles ---------------------------------------------------------------------------
 
@@ -237,7 +228,7 @@ class Ledger:
                         made.after = dynamic_state.state_of(code)  # no compile of it came since
                     self._close_windows(made)
                     timed.append(made)
-                self._own(code, entry, made.owner if made else self.outside, made)
+                self._own(code, entry, made.owner if made else self.phases.outside, made)
                 matched.add(cid)
             left = [c for c in compiles if c.compile_id not in matched][-_PENDING:]
             if left:
@@ -271,7 +262,7 @@ class Ledger:
     def _take(self, offer: entries.Offer, f_locals: Any, callback: Any) -> bool:
         entry = offer.entry
         made = self.made.get(entry.guard_manager)
-        if made is None or not self.reusing or made.event.code in self.held:
+        if made is None or not self.phases.reusing or made.event.code in self.held:
             return False
         if hooks.listeners() > 1 or not instruments.default_stance():
             # Alone this call compiles, which a warm() block or a stance refuses, and which
@@ -289,7 +280,7 @@ class Ledger:
         self.again.pop(code, None)  # the offers refused before this one say nothing now
         entries.forget_refusals(code)
         owner = self.current
-        if not self.owners.get(entry.guard_manager, self.outside).kept:
+        if not self.owners.get(entry.guard_manager, self.phases.outside).kept:
             self.owners[entry.guard_manager] = owner
         else:  # a live fixture's entry stays its own, and is this phase's too
             self.sharers.setdefault(entry.guard_manager, []).append(owner)
@@ -306,7 +297,7 @@ class Ledger:
         (import time's and the live wider fixtures' automatic-dynamic state), not from the
         shapes of the test that happens to trigger it."""
         self.resolve()
-        self.phase.append(owner)
+        self.phases.push(owner)
         if owner.kind == "fixture":
             owner._saved = dynamic_state.copy_code_state(dynamic_state.code_state())
             owner._start = self.start_state()
@@ -316,13 +307,8 @@ class Ledger:
 
     def leave(self, owner: Owner) -> None:
         self.resolve()
-        if owner in self.phase:
-            del self.phase[self.phase.index(owner) :]
-        if owner.kind == "fixture" and owner.live:
+        if self.phases.pop(owner):  # a wider fixture's set-up ended, live; the test uses it
             owner.state = dynamic_state.changed_code_state(owner._start, dynamic_state.code_state())
-            self.fixtures.append(owner)
-            if self.using is not None:  # set up for the running test: it uses it
-                self.using = self.using | {owner.name}
             # The running phase goes on with its own state, and what the set-up learned.
             dynamic_state.install_code_state(
                 dynamic_state.merged_code_state(owner._saved, owner.state)
@@ -331,37 +317,32 @@ class Ledger:
             dynamic_state.install_examples({**owner._examples, **owner.examples})
             owner._start, owner._saved, owner._examples = {}, {}, {}
 
-    def fixture_gone(self, owner: Owner) -> None:
-        if owner.live:
-            owner.live = False
-            if owner in self.fixtures:
-                self.fixtures.remove(owner)
-            for code in list(self.fixture_codes):
-                self.dirty.add(code)
-            self.state_dirty = True
+    def fixture_gone(self) -> None:
+        """A live wider fixture was torn down: the entries and state it compiled go."""
+        for code in list(self.fixture_codes):
+            self.dirty.add(code)
+        self.state_dirty = True
 
     # -- wider fixtures' lifetimes (keyed by their FixtureDef's id) --------------------------
 
     def set_up(self, key: int, owner: Owner) -> None:
         """A wider fixture's set-up ended: its entries are kept until it is torn down."""
-        self.live[key] = owner
+        self.phases.set_up(key, owner)
 
     def teardown_begins(self, key: int, owner: Owner) -> None:
         """A wider fixture's teardown is about to run: compiles there belong to no test."""
-        dropped = Owner("dropped", f"teardown of {owner.describe()}")
-        self.tearing[key] = dropped
-        self.enter(dropped)
+        self.resolve()
+        self.phases.teardown_begins(key, owner)
 
     def torn_down(self, key: int) -> tuple[bool, bool]:
         """A fixture's finalizers ran: (its teardown phase ended here, a live wider fixture
         is gone)."""
-        dropped = self.tearing.pop(key, None)
-        if dropped is not None:
-            self.leave(dropped)
-        owner = self.live.pop(key, None)
-        if owner is not None:
-            self.fixture_gone(owner)
-        return dropped is not None, owner is not None
+        if key in self.phases.tearing:  # what its teardown compiled, matched while it runs
+            self.resolve()
+        dropped, gone = self.phases.torn_down(key)
+        if gone is not None:
+            self.fixture_gone()
+        return dropped is not None, gone is not None
 
     def note_against(self, owner: Owner, event: events.CompileEvent) -> None:
         """A wider fixture's set-up recompiled against another fixture's entries: its
@@ -373,41 +354,33 @@ class Ledger:
             entry = by_id.get(reason.partition(":")[0])
             if entry is None or owner in self.sharers.get(entry.guard_manager, ()):
                 continue
-            other = self.owners.get(entry.guard_manager, self.outside)
+            other = self.owners.get(entry.guard_manager, self.phases.outside)
             if other.kind == "fixture" and other is not owner and other not in owner.against:
                 owner.against.append(other)
-
-    def _uses(self, owner: Owner) -> bool:
-        """Whether the running test sees what ``owner`` compiled (while set up)."""
-        if owner.kind == "outside" or owner is self.current:
-            return True
-        if owner.kind != "fixture" or not owner.live:
-            return False
-        return self.using is None or owner.name in self.using
 
     def _visible(self, entry: entries.KeptEntry) -> bool:
         owner = self.owners.get(entry.guard_manager)
         if owner is None:
             return False
-        if any(self._uses(o) for o in self.sharers.get(entry.guard_manager, ())):
+        if any(self.phases.uses(o) for o in self.sharers.get(entry.guard_manager, ())):
             return True
-        if not self._uses(owner):
+        if not self.phases.uses(owner):
             return False
         made = self.made.get(entry.guard_manager)
-        return made is None or made.first or all(self._uses(o) for o in owner.against)
+        return made is None or made.first or all(self.phases.uses(o) for o in owner.against)
 
     def start_state(self) -> dict[Any, Any]:
         """The automatic-dynamic state a test starts from: import time's, then each live
         wider fixture's set-up's that it uses, in the order they were set up."""
-        used = (f.state for f in self.fixtures if self._uses(f))
+        used = (f.state for f in self.phases.fixtures if self.phases.uses(f))
         return dynamic_state.merged_code_state(self.baseline_state, *used)
 
     def start_examples(self) -> dict[str, list[Any]]:
         """The inputs the eager_then_compile stances kept that a test starts from: import
         time's, then those each live wider fixture it uses added while set up."""
         found = dict(self.baseline_examples)
-        for owner in self.fixtures:
-            if self._uses(owner):
+        for owner in self.phases.fixtures:
+            if self.phases.uses(owner):
                 found.update(owner.examples)
         return found
 
@@ -418,7 +391,7 @@ class Ledger:
         lists (as arranging them does) lifts it in every ``isolate_recompiles`` region."""
         lift: IdentitySet[CodeType] = IdentitySet()
         for code, hit in list(self.limited.items()):
-            if any(self._uses(owner) for owner in hit):
+            if any(self.phases.uses(owner) for owner in hit):
                 if code in self.lifted:  # a fixture's hit, lifted for a test that did not use it
                     self.lifted.discard(code)
                     entries.set_eager_fallback(code)
@@ -445,12 +418,12 @@ class Ledger:
         self.start()
         self.resolve()
         if begins:  # what the last test left compiling is dropped now, as its own compiles
-            self.left_by = None
+            self.phases.left_by = None
         changed = 0
         # A reset (torch's, a Dynamo TestCase's, a tracker's) replaced the state object and
         # emptied every list: everything kept or offered goes back.
         reset = dynamic_state.code_state() is not self.installed_state
-        restore = bool(self.dirty) or self.state_dirty or using != self.using or reset
+        restore = bool(self.dirty) or self.state_dirty or using != self.phases.using or reset
         # Only what can have changed is looked at again (a suite's codes grow with its tests):
         # what the last test compiled or took, what a fixture's lifetime or use changes, and
         # entries whose guards match objects by identity (they may have died).
@@ -461,11 +434,11 @@ class Ledger:
         for more in (self.dirty, self.identity, lift, compiled):
             if more:  # a look, not a walk: most tests compile and take nothing
                 codes += more
-        if using != self.using:
+        if using != self.phases.using:
             codes += self.fixture_codes
         if reset:
             codes += self.store
-        self.using = using
+        self.phases.using = using
         if self.dirty:
             self.dirty = IdentitySet()
         if compiled:
@@ -497,7 +470,7 @@ class Ledger:
         self.start()
         self.resolve()
         found: IdentityMap[CodeType, list[entries.KeptEntry]] = IdentityMap()
-        running, self.using = self.using, using
+        running, self.phases.using = self.phases.using, using
         try:
             for code, stored in self.store.items():
                 keep = [
@@ -510,7 +483,7 @@ class Ledger:
                 if keep:
                     found[code] = keep
         finally:
-            self.using = running
+            self.phases.using = running
         return found
 
     def _hold(self, code: CodeType) -> None:
