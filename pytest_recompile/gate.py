@@ -346,7 +346,8 @@ class Gate:
         """After a test's teardown: nobody owns compiles, its tracker stops."""
         self.threads.end()
         entries.forget_dropped()
-        if self.ledger.pending:  # its compiles matched to their entries now, at its own cost
+        # its compiles matched to their entries now, at its own cost
+        if self.ledger.has_unmatched_compiles:
             self.faults.call(self.ledger.resolve)
         self.ledger.end_test(run.owner)
         self.current = None
