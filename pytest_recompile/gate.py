@@ -42,8 +42,8 @@ class Gate:
         self.settings = settings
         self.worker = worker  # a pytest-xdist worker: it cannot stop the session itself
         self.junit = junit  # --junitxml: each gated test's figures as its user properties
-        self.ledger = Ledger()
-        self.faults: Faults = self.ledger.faults  # contained internal errors, told once
+        self.faults = Faults()  # contained internal errors, told once
+        self.ledger = Ledger(faults=self.faults)
         self.current: TestRun | None = None  # the test whose phases are running
         self.keeps_entries = True  # False: this torch needs a full reset instead
         self.reset_pending = False  # the full reset waits until the wider fixtures are set up

@@ -44,7 +44,8 @@ class Ledger:
     who owns a compile (``current``) and what a test starts from (``isolate``,
     ``in_view``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, faults: Faults) -> None:
+        self._faults = faults  # contained internal errors, told once (the gate's)
         # Code objects are kept by identity (equal code of a module imported twice is another
         # object); cache entries by their guard manager, weakly.
 
@@ -75,7 +76,6 @@ class Ledger:
         self._shown: IdentitySet[CodeType] = IdentitySet()  # with entries kept now
         self._identity: IdentitySet[CodeType] = IdentitySet()  # entries match ids
         self._fixture_codes: IdentitySet[CodeType] = IdentitySet()  # fixtures' own
-        self._faults = Faults()  # contained internal errors, told once
         self._faulted: IdentitySet[CodeType] = IdentitySet()  # keeping failed: start empty
 
         # -- offers: earlier tests' first compiles, taken where a test would compile ------
@@ -98,11 +98,6 @@ class Ledger:
         # code objects torch runs eagerly since a phase hit recompile_limit there, and who hit it
         self._limited: IdentityMap[CodeType, list[Owner]] = IdentityMap()
         self._lifted: IdentitySet[CodeType] = IdentitySet()  # a fixture's, lifted
-
-    @property
-    def faults(self) -> Faults:
-        """The internal errors contained, told once (the gate's too)."""
-        return self._faults
 
     @property
     def current(self) -> Owner:
