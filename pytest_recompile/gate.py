@@ -11,6 +11,7 @@ to :mod:`pytest_recompile.session`. Importing this module imports no torch."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Generator
 from typing import Any, NoReturn
@@ -48,9 +49,8 @@ class Gate:
         self.keeps_entries = True  # False: this torch needs a full reset instead
         self.reset_pending = False  # the full reset waits until the wider fixtures are set up
         self.reset_using: frozenset[str] = frozenset()  # the wider fixtures that test uses
-        self._unhook: Any = None
-        self._unstop: Any = None
-        self._unhold: Any = None
+        # what listening installed, undone at close (None: not listening)
+        self._listening: contextlib.ExitStack[bool | None] | None = None
         self.children = parent.Children(self.faults)  # their records (processes on)
         self.degraded: list[str] = []  # features this torch lacks, told once on a report
         self.disabled: list[str] = []  # how compile was switched off, told once on a report
@@ -126,7 +126,7 @@ class Gate:
 
     def _listen(self) -> None:
         """Start seeing every compile (once per session, before the first test runs)."""
-        if self._unhook is not None:
+        if self._listening is not None:
             return
         try:
             versions.check_torch()
@@ -138,9 +138,13 @@ class Gate:
         reuse = self.keeps_entries and bool(self.faults.call(versions.can_reuse_compiles))
         self.ledger.configure(reuse=reuse, on_reuse=self.on_reuse)
         self.degraded = self.faults.call(versions.degraded_lines) or []
-        self._unhook = hooks.install_compile_hook(self.on_compile)
-        self._unstop = hooks.on_stopped(self.on_stopped)
-        self._unhold = instruments.hold_callbacks()  # each test's tracker only joins them
+        # Installed last to first, so that close() undoes them (last in, first out) with the
+        # compile hook first, then the stopped compiles' callback, then torch's callbacks.
+        with contextlib.ExitStack() as undo:  # one fails: those before it are undone here
+            undo.callback(instruments.hold_callbacks())  # each test's tracker only joins them
+            undo.callback(hooks.on_stopped(self.on_stopped))
+            undo.callback(hooks.install_compile_hook(self.on_compile))
+            self._listening = undo.pop_all()
         self.faults.call(self.ledger.start)
         child.watch_forks()  # a fork of this process records as a child, or not at all
         if self.settings.processes:
@@ -152,11 +156,9 @@ class Gate:
         for tracker in [self.running_tracker, *self.wider.trackers]:
             if tracker is not None:
                 tracker.stop()
-        if self._unhook is not None:
-            self._unhook()
-            self._unstop()
-            self._unhold()
-            self._unhook = None
+        if self._listening is not None:
+            self._listening.close()
+            self._listening = None
         self.children.close()
 
     # -- compiles -------------------------------------------------------------------------------
