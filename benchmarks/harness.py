@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from suites import write_gated_suite
+
 LAUNCHER = """
 import json, os, resource, sys
 import pytest
@@ -206,3 +208,37 @@ def noisy_reps(reps: int, quick: bool) -> int:
 def junit_seconds(path: Path) -> float:
     case = next(ET.parse(path).getroot().iter("testcase"))
     return float(case.get("time", "nan"))
+
+
+@dataclass
+class Bench:
+    """What every benchmark reads: the options, the sizes, and the folders of the suites,
+    each written the first time a benchmark asks for it."""
+
+    quick: bool
+    reps: int
+    base: str | None
+    root: Path
+    sizes: dict[str, int]
+    backend: str
+    verdict_reps: int
+    model_reps: int
+    written: dict[str, Path] = field(default_factory=dict)
+    gated_memory: tuple[list[float], list[float]] | None = None  # benchmark 2's peak RSS
+    added_ms: float | None = None  # benchmark 2: milliseconds added per gated test
+    breakdown: list[tuple[str, float]] | None = None  # benchmark 2: where they go
+
+    def suite(self, name: str, write: Callable[[Path], None]) -> Path:
+        """The folder of suite ``name`` (with the launcher), written once."""
+        if name not in self.written:
+            where = self.root / name
+            where.mkdir()
+            (where / "launcher.py").write_text(LAUNCHER)
+            write(where)
+            self.written[name] = where
+        return self.written[name]
+
+    def gated(self) -> Path:
+        return self.suite(
+            "gated", lambda d: write_gated_suite(d, self.sizes["gated_tests"], self.sizes["calls"])
+        )

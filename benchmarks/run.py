@@ -106,429 +106,46 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
-import pstats
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
+import bench_certificate
+import bench_children
+import bench_failfast
+import bench_fast
+import bench_gated
+import bench_guards
+import bench_hot
+import bench_kept
+import bench_models
+import bench_startup
+import bench_trace
 from harness import (
-    HASH_SEEDS,
-    LAUNCHER,
-    QUIET,
-    ROOT,
+    Bench,
     Result,
-    Run,
-    child_instructions,
-    interleaved,
-    junit_seconds,
-    noisy_reps,
-    run_pytest,
     spread,
 )
-from suites import (
-    write_children_suite,
-    write_deep_suite,
-    write_fast_suite,
-    write_gated_suite,
-    write_hot_suite,
-    write_startup_suite,
-    write_step_conftest,
-    write_step_suite,
-    write_transformer_suite,
-)
-
-
-def fast_benchmarks(fast: Path, tests: int, reps: int, xdist_reps: int) -> list[Result]:
-    """Benchmark 14: many fast gated tests, side by side; their memory; and whether the
-    gated per-test time stays flat over the run."""
-    # Both note each test's duration, as pytest measures it (JUnit XML rounds it to the
-    # millisecond, a third of a fast test's): what differs is the plugin alone.
-    off = [*QUIET, "-p", "no:recompile"]
-    on = [*QUIET, "--recompile-budget"]
-    timed = {"BENCH_DURATIONS": "1"}
-    run_pytest(fast, off, env=timed)  # warm caches
-    slopes: dict[str, list[float]] = {"off": [], "on": []}
-
-    def sloped(args: list[str], side: str) -> Run:
-        found = run_pytest(fast, args, env=timed)
-        durations = found.durations
-        fifth = max(1, len(durations) // 5)
-        last, first = durations[-fifth:], durations[:fifth]
-        slopes[side].append(statistics.median(last) / statistics.median(first))
-        return found
-
-    a, b = interleaved(reps, lambda: sloped(off, "off"), lambda: sloped(on, "on"))
-    assert all(r.rc == 0 for r in a + b), "the fast suite must pass"
-    # The same under pytest-xdist, two workers: what a worker adds per test (the results
-    # each report carries to the controller, and the controller's merge) shows here.
-    run_pytest(fast, [*off, "-n", "2"])  # warm caches
-    xa, xb = interleaved(
-        xdist_reps,
-        lambda: run_pytest(fast, [*off, "-n", "2"]),
-        lambda: run_pytest(fast, [*on, "-n", "2"]),
-    )
-    assert all(r.rc == 0 for r in xa + xb), "the fast suite must pass under xdist"
-    return [
-        Result(f"fast suite: {tests} tests (a fixture's, a module-level and an own compiled "
-               "function in turn), eager", "-p no:recompile", "--recompile-budget",
-               [r.seconds for r in a], [r.seconds for r in b], 1.02),
-        Result(f"fast suite under -n 2: {tests} tests, two xdist workers, {xdist_reps} runs of "
-               "each", "-p no:recompile",
-               "--recompile-budget", [r.seconds for r in xa], [r.seconds for r in xb], 1.03),
-        Result("fast suite: peak RSS", "-p no:recompile", "--recompile-budget",
-               [r.maxrss_kb / 1024 for r in a], [r.maxrss_kb / 1024 for r in b], 1.05,
-               unit="MiB"),
-        Result("fast suite, gated: per-test time of the last fifth of the run over the "
-               "first fifth (medians), against the same slope ungated: flat",
-               "-p no:recompile", "--recompile-budget", slopes["off"], slopes["on"], 1.20,
-               unit="x"),
-    ]  # fmt: skip
-
-
-# --- profile of the gated suite ------------------------------------------------------------
-
-
-def where_the_time_goes(workdir: Path, tests: int) -> list[tuple[str, float]]:
-    """Milliseconds per test in the plugin's entry points, from cProfile of one gated run."""
-    profile = workdir / "gated.prof"
-    subprocess.run(
-        [sys.executable, "-m", "cProfile", "-o", str(profile), str(workdir / "launcher.py"),
-         *QUIET, "test_gated.py", "--recompile-budget"],
-        cwd=workdir, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    stats = pstats.Stats(str(profile))
-    tracker = os.path.join("recording", "tracker.py")
-    ledger = os.path.join("isolation", "ledger.py")
-    verdict = os.path.join("recording", "verdict.py")
-    versions = os.path.join("_torch", "versions.py")
-    wanted = {
-        (tracker, "start"): "start: metrics capacity, compile callbacks",
-        (ledger, "isolate"): "isolation: drop what earlier tests compiled",
-        (tracker, "stop"): "stop: count entries, graph breaks, compile seconds",
-        ("gate.py", "on_compile"): "compile hook (first compiles)",
-        (verdict, "freeze"): "results for the report (summary, JUnit)",
-        (versions, "check_torch"): "importing torch._dynamo, once per session",
-    }
-    found: dict[str, float] = {}
-    for (filename, _line, name), row in stats.stats.items():  # type: ignore[attr-defined]
-        for (suffix, func), label in wanted.items():
-            if filename.endswith(os.path.join("pytest_recompile", suffix)) and name == func:
-                found[label] = found.get(label, 0.0) + row[3]  # cumulative seconds
-    return [(label, found.get(label, 0.0) * 1000 / tests) for label in wanted.values()]
-
-
-# --- main ------------------------------------------------------------------------------------
-
-
-def startup_benchmarks(start: Path, tests: int, reps: int, quick: bool) -> list[Result]:
-    """Benchmark 1: ``--collect-only`` with the plugin installed but not asked for."""
-    results: list[Result] = []
-    off = ["--collect-only", *QUIET, "-p", "no:recompile"]
-    on = ["--collect-only", *QUIET]
-    run_pytest(start, on)  # write bytecode caches, warm the file system
-    name = f"start-up: --collect-only, {tests} tests, not asked for"
-    if shutil.which("valgrind") and not quick:
-        # Wall time on a shared 2-core machine varies by +-20% from run to run, ten times
-        # the 2% to be checked; callgrind's instruction counts repeat exactly (HASH_SEEDS).
-        # Installed from a wheel, the plugin's modules are found on sys.path, so pytest loads
-        # them through its assertion-rewriting hook, as it does every installed plugin's
-        # (about 0.8 M instructions a module and 0.15 M a kilobyte of bytecode: it reads the
-        # cached bytecode with marshal.load from the open file); this checkout's editable
-        # install is found by setuptools' own finder, which that hook does not see. Both are
-        # measured: the wheel with the checkout first on PYTHONPATH, in both variants alike.
-        wheel = {"PYTHONPATH": str(ROOT)}
-        run_pytest(start, on, env=wheel)  # pytest's rewritten bytecode, cached
-        for how, extra in (("editable install", {}), ("as from a wheel", wheel)):
-            a, b = [], []
-            for seed in HASH_SEEDS:
-                env = {**extra, "PYTHONHASHSEED": seed}
-                a.append(run_pytest(start, off, env=env, instructions=True))
-                b.append(run_pytest(start, on, env=env, instructions=True))
-            results.append(
-                Result(f"{name}, {how} (instructions, callgrind)", "-p no:recompile",
-                       "installed", [r.seconds / 1e6 for r in a], [r.seconds / 1e6 for r in b],
-                       1.02, unit="M instr")
-            )  # fmt: skip
-    counted = bool(results)
-    a, b = interleaved(reps * 2, lambda: run_pytest(start, off), lambda: run_pytest(start, on))
-    results.append(
-        Result(f"{'(no target) ' if counted else ''}{name} (wall)", "-p no:recompile",
-               "installed", [r.seconds for r in a], [r.seconds for r in b],
-               float("inf") if counted else 1.02)
-    )  # fmt: skip
-    return results
-
-
-def children_benchmarks(kids: Path, reps: int, quick: bool) -> list[Result]:
-    """Benchmarks 8 and 9: inside one gated test, children with and without the contract."""
-    results: list[Result] = []
-    print(f"  {noisy_reps(reps, quick)} blocks of each, interleaved", file=sys.stderr)
-    out = kids / "elapsed.json"
-    os.environ["BENCH_OUT"] = str(out)
-    done = run_pytest(kids, [*QUIET, "--recompile-budget"])
-    assert done.rc == 0, "the children benchmark must pass"
-    times = json.loads(out.read_text())
-    results.append(
-        Result("child processes that compile: 2 spawned children importing torch and "
-               "compiling one function, per block", "no contract (ungated run)",
-               "contract (gated run)", times["compile"]["a"], times["compile"]["b"], 1.05)
-    )  # fmt: skip
-    contract = {k: v for k, v in times["contract"].items() if v is not None}
-    counted = False
-    if shutil.which("valgrind") and not quick:
-        # As for start-up: wall time varies ten times more than the 2% to be checked.
-        child_instructions(contract)  # write bytecode caches
-        a, b = [], []
-        for seed in HASH_SEEDS:
-            a.append(Run(child_instructions({"PYTHONHASHSEED": seed}) / 1e6, 0, 0))
-            b.append(Run(child_instructions({**contract, "PYTHONHASHSEED": seed}) / 1e6, 0, 0))
-        results.append(
-            Result("child processes that do nothing: one `python -c pass` child "
-                   "(instructions, callgrind)", "no contract (ungated run)",
-                   "contract (gated run)", [r.seconds for r in a], [r.seconds for r in b],
-                   1.02, unit="M instr")
-        )  # fmt: skip
-        counted = True
-    results.append(
-        Result(f"{'(no target) ' if counted else ''}child processes that do nothing: 20 "
-               "`python -c pass` children, per block (wall)", "no contract (ungated run)",
-               "contract (gated run)", times["plain"]["a"], times["plain"]["b"],
-               float("inf") if counted else 1.02)
-    )  # fmt: skip
-
-    return results
-
-
-@dataclass
-class Bench:
-    """What every benchmark reads: the options, the sizes, and the folders of the suites,
-    each written the first time a benchmark asks for it."""
-
-    quick: bool
-    reps: int
-    base: str | None
-    root: Path
-    sizes: dict[str, int]
-    backend: str
-    verdict_reps: int
-    model_reps: int
-    written: dict[str, Path] = field(default_factory=dict)
-    gated_memory: tuple[list[float], list[float]] | None = None  # benchmark 2's peak RSS
-    added_ms: float | None = None  # benchmark 2: milliseconds added per gated test
-    breakdown: list[tuple[str, float]] | None = None  # benchmark 2: where they go
-
-    def suite(self, name: str, write: Callable[[Path], None]) -> Path:
-        """The folder of suite ``name`` (with the launcher), written once."""
-        if name not in self.written:
-            where = self.root / name
-            where.mkdir()
-            (where / "launcher.py").write_text(LAUNCHER)
-            write(where)
-            self.written[name] = where
-        return self.written[name]
-
-    def gated(self) -> Path:
-        return self.suite(
-            "gated", lambda d: write_gated_suite(d, self.sizes["gated_tests"], self.sizes["calls"])
-        )
-
-
-def bench_startup(b: Bench) -> list[Result]:
-    tests = b.sizes["startup_tests"]
-    start = b.suite("startup", lambda d: write_startup_suite(d, tests))
-    return startup_benchmarks(start, tests, b.reps, b.quick)
-
-
-def bench_gated(b: Bench) -> list[Result]:
-    """Benchmark 2, and the peak RSS of its runs that benchmark 5 reports."""
-    gated = b.gated()
-    run_pytest(gated, [*QUIET, "test_gated.py", "-p", "no:recompile"])  # warm caches
-    a, r = interleaved(
-        b.reps,
-        lambda: run_pytest(gated, [*QUIET, "test_gated.py", "-p", "no:recompile"]),
-        lambda: run_pytest(gated, [*QUIET, "test_gated.py", "--recompile-budget"]),
-    )
-    assert all(run.rc == 0 for run in a + r), "the gated suite must pass"
-    suite = Result(
-        f"gated suite: {b.sizes['gated_tests']} tests x {b.sizes['calls']} calls, eager",
-        "-p no:recompile", "--recompile-budget", [run.seconds for run in a],
-        [run.seconds for run in r], 1.10,
-    )  # fmt: skip
-    b.gated_memory = ([run.maxrss_kb / 1024 for run in a], [run.maxrss_kb / 1024 for run in r])
-    difference = statistics.median(suite.b) - statistics.median(suite.a)
-    b.added_ms = difference * 1000 / b.sizes["gated_tests"]
-    b.breakdown = where_the_time_goes(gated, b.sizes["gated_tests"])
-    return [suite]
-
-
-def bench_hot(b: Bench) -> list[Result]:
-    calls = b.sizes["hot_calls"]
-    hot = b.suite("hot", lambda d: write_hot_suite(d, calls))
-    out = hot / "elapsed.json"
-    os.environ["BENCH_OUT"] = str(out)
-    blocks: dict[str, list[float]] = {"a": [], "b": []}
-    for _ in range(b.reps):
-        run_pytest(hot, [*QUIET, "-p", "no:recompile"])
-        for variant, times in json.loads(out.read_text()).items():
-            blocks[variant] += times
-    # A sentinel: the gate installs nothing on a cache hit's path (torch answers it in C++),
-    # so today both variants run the same code; a per-call hook added one day shows here.
-    return [
-        Result(f"hot path (sentinel: nothing of the gate runs on a cache hit): {calls} calls "
-               "of a compiled function per variant and run, in blocks of 500", "tracker off",
-               "gate's tracker on", blocks["a"], blocks["b"], 1.05)
-    ]  # fmt: skip
-
-
-def bench_kept(b: Bench) -> list[Result]:
-    """A call answered by an entry isolation kept for a live fixture, beside one torch's own
-    list answers, in one gated test (benchmarks/kept_entries.py)."""
-    from kept_entries import kept_times
-
-    calls = b.sizes["hot_calls"]
-    times = kept_times(b.root / "kept", b.reps, calls)
-    return [
-        Result(f"kept-entry call: {calls} calls per variant and run, in blocks of 500, of a "
-               "function whose entry a module fixture compiled and isolation kept",
-               "torch's own list", "kept fixture entry", times["a"], times["b"], 1.25,
-               unit="us")
-    ]  # fmt: skip
-
-
-def bench_certificate(b: Bench) -> list[Result]:
-    """10,000 points of a domain certified from the entries' guards, beside the test's own
-    warm-up (benchmarks/certificate.py)."""
-    from certificate import POINTS, certificate_times
-
-    times = certificate_times(b.reps)
-    return [
-        Result(f"certificate: {POINTS} points of a compiled model's batch sizes decided from its "
-               "entries' guards, beside its warm-up (two inductor compiles)",
-               "warm-up", "covers()", times["warm"], times["covers"], 0.5)
-    ]  # fmt: skip
-
-
-def bench_failfast(b: Bench) -> list[Result]:
-    def write(d: Path) -> None:
-        write_step_suite(d, b.backend)
-        write_step_conftest(d, b.backend)
-
-    step = b.suite("step", write)
-    junit = step / "junit.xml"
-    ungated = [*QUIET, f"--junitxml={junit}", "-p", "no:recompile"]
-    gated_step = [*QUIET, f"--junitxml={junit}", "--recompile-budget"]
-    fresh = iter(range(1_000_000))
-
-    def cold() -> dict[str, str]:
-        """A compile cache of its own for each run, as on a fresh CI machine."""
-        return {"TORCHINDUCTOR_CACHE_DIR": str(step / f"cache-{next(fresh)}")}
-
-    verdict = lambda: junit_seconds(junit)  # noqa: E731
-    a, r = interleaved(
-        b.verdict_reps,
-        lambda: run_pytest(step, ungated, timer=verdict, env=cold()),
-        lambda: run_pytest(step, gated_step, timer=verdict, env=cold()),
-    )
-    assert all(run.rc == 0 for run in a), "the ungated step test must pass"
-    assert all(failed_by_the_gate(run) for run in r), "the gate must fail the step test"
-    results = [
-        Result(f"fail-fast saving: step counter, 10 calls, {b.backend}, cold compile cache: "
-               "time to verdict (test duration)", "ungated (8 compiles, then eager)",
-               "--recompile-budget (fails at call 2)", [run.seconds for run in a],
-               [run.seconds for run in r], 0.3)
-    ]  # fmt: skip
-    warm_cache = {"TORCHINDUCTOR_CACHE_DIR": str(step / "cache-warm")}
-    run_pytest(step, ungated, env=warm_cache)  # fill the cache for both variants
-    a, r = interleaved(
-        b.verdict_reps,
-        lambda: run_pytest(step, ungated, timer=verdict, env=warm_cache),
-        lambda: run_pytest(step, gated_step, timer=verdict, env=warm_cache),
-    )
-    assert all(run.rc == 0 for run in a), "the ungated step test must pass"
-    assert all(failed_by_the_gate(run) for run in r), "the gate must fail the step test"
-    results.append(
-        Result("(no target) the same, warm compile cache: time to verdict", "ungated",
-               "--recompile-budget", [run.seconds for run in a], [run.seconds for run in r],
-               float("inf"))
-    )  # fmt: skip
-    return results
-
-
-GATE_STOP = "1 recompile of scaled (EQUALS_MATCH"
-
-
-def failed_by_the_gate(run: Run) -> bool:
-    """The run failed, and the gate stopped it at the step counter's first recompile (not an
-    error of another kind, which would time something else)."""
-    return run.rc == 1 and GATE_STOP in run.output and "fail-fast: stopped at" in run.output
-
-
-def bench_memory(b: Bench) -> list[Result]:
-    """Benchmark 5: read from benchmark 2's runs (run here if it was not)."""
-    if b.gated_memory is None:
-        bench_gated(b)
-    assert b.gated_memory is not None
-    off, on = b.gated_memory
-    return [
-        Result("memory: peak RSS of the gated suite", "-p no:recompile", "--recompile-budget",
-               off, on, 1.05, unit="MiB")
-    ]  # fmt: skip
-
-
-def bench_isolation(b: Bench) -> list[Result]:
-    tests = 4 if b.quick else 20
-    dirs = {
-        kind: b.suite(kind, lambda d, k=kind: write_transformer_suite(d, tests, b.backend, kind=k))
-        for kind in MODEL_SUITES
-    }
-    return model_benchmarks(dirs, tests, b.backend, b.model_reps)
-
-
-def bench_children(b: Bench) -> list[Result]:
-    kids = b.suite("children", lambda d: write_children_suite(d, noisy_reps(b.reps, b.quick), 20))
-    return children_benchmarks(kids, b.reps, b.quick)
-
-
-def bench_trace(b: Bench) -> list[Result]:
-    return [trace_benchmark(b.gated(), b.sizes, b.reps)]
-
-
-def bench_guards(b: Bench) -> list[Result]:
-    if b.base is None:
-        raise SystemExit("--only guards needs --base REV, the revision to compare with")
-    deep = b.suite("deep", lambda d: write_deep_suite(d, 4 if b.quick else 20, 24))
-    return guard_benchmarks(b.gated(), deep, b.sizes, b.reps, b.base, b.root)
-
-
-def bench_fast(b: Bench) -> list[Result]:
-    tests = 60 if b.quick else 1500
-    fast = b.suite("fast", lambda d: write_fast_suite(d, tests))
-    return fast_benchmarks(fast, tests, b.reps, noisy_reps(b.reps, b.quick))
-
 
 # The benchmarks, by the name --only takes, in the order a full run takes them: (the numbers
 # of the docstring, what it measures, the function). Benchmark 13 runs only with --base.
 BENCHMARKS: dict[str, tuple[str, str, Callable[[Bench], list[Result]]]] = {
-    "startup": ("1", "start-up", bench_startup),
-    "gated": ("2", "gated suite", bench_gated),
-    "hot": ("3", "hot path", bench_hot),
-    "kept": ("16", "kept-entry call", bench_kept),
-    "certificate": ("17", "certificate of 10,000 points", bench_certificate),
-    "failfast": ("4", "fail-fast saving", bench_failfast),
-    "memory": ("5", "memory of the gated suite", bench_memory),
-    "isolation": ("6, 7, 10, 11, 15", "model suites", bench_isolation),
-    "children": ("8, 9", "child processes", bench_children),
-    "trace": ("12", "structured trace", bench_trace),
-    "guards": ("13", "guard reporting against --base", bench_guards),
-    "fast": ("14", "fast suite", bench_fast),
+    "startup": ("1", "start-up", bench_startup.run),
+    "gated": ("2", "gated suite", bench_gated.run),
+    "hot": ("3", "hot path", bench_hot.run),
+    "kept": ("16", "kept-entry call", bench_kept.run),
+    "certificate": ("17", "certificate of 10,000 points", bench_certificate.run),
+    "failfast": ("4", "fail-fast saving", bench_failfast.run),
+    "memory": ("5", "memory of the gated suite", bench_gated.memory),
+    "isolation": ("6, 7, 10, 11, 15", "model suites", bench_models.run),
+    "children": ("8, 9", "child processes", bench_children.run),
+    "trace": ("12", "structured trace", bench_trace.run),
+    "guards": ("13", "guard reporting against --base", bench_guards.run),
+    "fast": ("14", "fast suite", bench_fast.run),
 }
 
 
@@ -571,7 +188,7 @@ def main() -> int:
             },
             backend="eager" if quick else "inductor",
             verdict_reps=args.reps or (1 if quick else 3),
-            model_reps=args.reps or (1 if quick else MODEL_REPS),
+            model_reps=args.reps or (1 if quick else bench_models.MODEL_REPS),
         )
         for index, name in enumerate(chosen, 1):
             numbers, what, run = BENCHMARKS[name]
@@ -582,105 +199,6 @@ def main() -> int:
     if short and not quick:
         print(f"\nnot met by the interval (NO or inconclusive): {'; '.join(short)}")
     return 0 if quick or not short else 1
-
-
-def trace_benchmark(gated: Path, sizes: dict[str, int], reps: int) -> Result:
-    """Benchmark 12: the gated suite with ``--recompile-trace`` (B) and without it (A)."""
-    budget = [*QUIET, "test_gated.py", "--recompile-budget"]
-    traced = [*budget, f"--recompile-trace={gated / 'traces'}"]
-    run_pytest(gated, budget)  # warm caches
-    a, b = interleaved(reps, lambda: run_pytest(gated, budget), lambda: run_pytest(gated, traced))
-    assert all(r.rc == 0 for r in a + b), "the gated suite must pass"
-    assert not (gated / "traces").exists(), "tests that pass leave nothing"
-    return Result(
-        f"gated suite with --recompile-trace: {sizes['gated_tests']} tests x {sizes['calls']} "
-        "calls, eager, every test passes", "--recompile-budget", "and --recompile-trace=DIR",
-        [r.seconds for r in a], [r.seconds for r in b], 1.10,
-    )  # fmt: skip
-
-
-def guard_benchmarks(
-    gated: Path, deep: Path, sizes: dict[str, int], reps: int, base: str, root: Path
-) -> list[Result]:
-    """Benchmark 13: the plugin at ``base`` (A, checked out beside) and now (B), both gating:
-    what reading every entry's guard tree (and the rest of what came since) costs."""
-    checkout = root / "base"
-    subprocess.run(
-        ["git", "worktree", "add", "--detach", str(checkout), base],
-        cwd=Path(__file__).parent, check=True, capture_output=True,
-    )  # fmt: skip
-    try:
-        then = {"PYTHONPATH": str(checkout)}
-        results = []
-        for where, args, name in (
-            (gated, [*QUIET, "test_gated.py", "--recompile-budget"],
-             f"gated suite: {sizes['gated_tests']} tests x {sizes['calls']} calls, eager"),
-            (deep, [*QUIET, "test_deep.py", "--recompile-budget"],
-             "deep models: each test compiles a 24-block model (about 300 guards), eager"),
-        ):  # fmt: skip
-            print(f"  {name} ({reps} x 2 runs)", file=sys.stderr)
-            run_pytest(where, args, env=then)  # warm caches
-            a, b = interleaved(
-                reps,
-                lambda w=where, g=args: run_pytest(w, g, env=then),
-                lambda w=where, g=args: run_pytest(w, g),
-            )
-            assert all(r.rc == 0 for r in a + b), "the suite must pass"
-            results.append(
-                Result(f"{name}, guard reporting (then: {base})", f"plugin at {base}",
-                       "plugin now", [r.seconds for r in a], [r.seconds for r in b], 1.05)
-            )  # fmt: skip
-        return results
-    finally:
-        subprocess.run(
-            ["git", "worktree", "remove", "--force", str(checkout)],
-            cwd=Path(__file__).parent, check=False, capture_output=True,
-        )  # fmt: skip
-
-
-# Nine runs of each: a model suite's runs spread by 5-15% on a shared 2-core machine, and a
-# median of five read 0.93 to 1.16 for the same suite from run to run (the fixture's).
-MODEL_REPS = 9
-MODEL_SUITES = {
-    "warmed": ("warmed in a module fixture", 1.05),
-    "inside": ("first called inside the tests", 1.05),
-    "rebuilt": ("built and compiled in each test", 1.05),
-    "batches": ("module-level, each test at one of 3 batch sizes", 1.15),
-    "split": ("module-level, forward split by one graph break, first called in the tests", 1.05),
-    "split_rebuilt": ("split by one graph break, built and compiled in each test", 1.05),
-}
-
-
-def model_benchmarks(
-    dirs: dict[str, Path], model_tests: int, backend: str, verdict_reps: int
-) -> list[Result]:
-    """Benchmarks 6, 7, 10 and 11: the model suites, each side by side, fresh compile cache."""
-    results = []
-    fresh = iter(range(1_000_000))
-    for key, (label, target) in MODEL_SUITES.items():
-        print(f"  {label} ({verdict_reps} x 2 runs)", file=sys.stderr)
-        where = dirs[key]
-
-        def fresh_cache(where: Path = where) -> dict[str, str]:
-            return {"TORCHINDUCTOR_CACHE_DIR": str(where / f"cache-{next(fresh)}")}
-
-        a, b = interleaved(
-            verdict_reps,
-            lambda where=where: run_pytest(
-                where, [*QUIET, "-p", "no:recompile"], env=fresh_cache()
-            ),
-            lambda where=where: run_pytest(
-                where, [*QUIET, "--recompile-budget"], env=fresh_cache()
-            ),
-        )
-        assert all(r.rc == 0 for r in a + b), f"the {key} suite must pass"
-        results.append(
-            Result(f"{label}: {model_tests} tests x 3 calls of a 2-layer "
-                   f"TransformerEncoder, {backend}, fresh compile cache per run",
-                   "-p no:recompile", "--recompile-budget", [r.seconds for r in a],
-                   [r.seconds for r in b], target)
-        )  # fmt: skip
-    return results
 
 
 def print_table(
