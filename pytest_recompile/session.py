@@ -21,16 +21,12 @@ import pytest
 from . import __version__
 from ._torch import caches, instruments, versions
 from .collected import COLLECTION_KEY
-from .model.messages import other_torch, plural
+from .model.messages import other_torch
 from .model.names import PREFIX
 from .model.results import Carried, Environment, ReportSettings
-from .model.run import RunResults
-from .reports.baseline import (
-    baseline_refusal,
-    read_baseline_document,
-    unabsorbed,
-    update_baseline,
-)
+from .model.run import SWITCHED_OFF, LiveRun, RunResults
+from .model.text import plural
+from .reports.baseline import read_baseline_document, unabsorbed, update_baseline
 from .reports.ci import SUMMARY_LIMIT, annotation_lines, markdown_summary
 from .reports.durations import duration_lines, job_id_line, title
 from .reports.files import write_json_atomic, write_text_atomic
@@ -53,6 +49,7 @@ class SessionReport:
     """The terminal summary, as lines: (text, whether it is an error line)."""
 
     run: RunResults
+    live: LiveRun  # what only the live session knows: features this torch lacks, threads
     incomplete: str | None  # why the run stopped early (the run's own says why or missing)
     missing: str | None
     written: list[str]
@@ -71,12 +68,12 @@ class SessionReport:
             plain.append(f"{INCOMPLETE}: {self.incomplete}")
         if self.missing is not None:
             plain.append(f"{MISSING}: {self.missing}")
-        plain += outlived_lines(run.outlived)
+        plain += outlived_lines(self.live.outlived)
         if self.baseline_note is not None:
             plain.append(other_torch(self.baseline_note))
         if off is not None and not off[1]:
             plain.append(off[0])
-        yield from ((line, False) for line in plain + list(run.notes) + self.written)
+        yield from ((line, False) for line in plain + list(self.live.notes) + self.written)
         faults = [f"{FAULT}: {fault}" for fault in run.faults]
         red = fixture_limit_lines(run.fixtures) + faults + self.errors
         yield from ((line, True) for line in red)
@@ -89,7 +86,8 @@ class SessionResults:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.run = RunResults(settings=report_settings(settings))
+        self.live = LiveRun()  # the reports heard, until the run ends
+        self.run: RunResults | None = None  # the run's results, once it ended
         self.written: list[str] = []
         self.errors: list[str] = []
         self.interrupt: str | None = None  # "KeyboardInterrupt", once one arrived
@@ -131,28 +129,34 @@ class SessionResults:
         for nodeid, when, outcome, carried, process in reports:
             if isinstance(carried, str):  # sent by a worker (the gate's
                 carried = json.loads(carried)  # pytest_report_to_serializable)
-            self.run.add(nodeid, when, outcome, carried, process)
+            self.live.add(nodeid, when, outcome, carried, process)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.add_reports()
         self.incomplete = stopped_early(session, exitstatus, self.interrupt)
-        self.missing = missing_text(self.run.missing())
-        run = self.run
-        run.incomplete = self.incomplete or self.missing
-        run.environment = {**run_environment(), "devices": []}
-        run.collection = session.config.stash.get(COLLECTION_KEY, None)
-        if run.disabled and self.settings.if_disabled == "fail" and exitstatus == 0:
+        self.missing = missing_text(self.live.missing())
+        self.run = run = self.live.finish(
+            environment={**run_environment(), "devices": []},
+            settings=report_settings(self.settings),
+            created=created_now(),
+            collection=session.config.stash.get(COLLECTION_KEY, None),
+            incomplete=self.incomplete or self.missing,
+        )
+        # pytest already failed each test that broke a rule, and a run stopped early; a run
+        # incomplete only because a contained fault kept a test's figures must not fail.
+        if exitstatus == 0 and SWITCHED_OFF in run.gate_failures():
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a gate that gated nothing
-        run.created = created_now()
         try:
-            self.write_files(session, int(session.exitstatus))
+            self.write_files(session, run, int(session.exitstatus))
         except (OSError, TypeError, ValueError) as exc:
             self.errors.append(f"{PREFIX} could not write: {exc}")
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
-        self.append_step_summary(session.config)
+        self.append_step_summary(session.config, run)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        report = self.report(terminalreporter.config)
+        if self.run is None:  # the session did not finish (pytest said why)
+            return
+        report = self.report(terminalreporter.config, self.run)
         if report is not None:
             terminalreporter.write_sep("=", "recompile gate")
             for line, red in report.lines():
@@ -169,14 +173,14 @@ class SessionResults:
             for line in lines:
                 terminalreporter.write_line(line)
 
-    def report(self, config: pytest.Config) -> SessionReport | None:
-        run = self.run
-        told = run.tests or run.fixtures or run.faults or run.notes or run.outlived or run.disabled
+    def report(self, config: pytest.Config, run: RunResults) -> SessionReport | None:
+        told = run.tests or run.fixtures or run.faults or run.disabled or self.live.told()
         if not (told or self.written or self.errors):
             return None
         annotations = annotation_lines(run, ci_root(config)) if self.settings.github else []
         return SessionReport(
             run,
+            self.live,
             self.incomplete,
             self.missing,
             self.written,
@@ -188,48 +192,46 @@ class SessionResults:
 
     # -- files ------------------------------------------------------------------------------
 
-    def write_files(self, session: pytest.Session, exitstatus: int) -> None:
+    def write_files(self, session: pytest.Session, run: RunResults, exitstatus: int) -> None:
         settings = self.settings
         if settings.report is not None:
-            document = report_document(self.run, str(session.config.rootpath))
+            document = report_document(run, str(session.config.rootpath))
             write_json_atomic(settings.report, document, rows=True)
             self.written.append(f"report written to {settings.report}")
         if settings.report_md is not None:
-            write_text_atomic(settings.report_md, self.markdown(session.config))
+            write_text_atomic(
+                settings.report_md, markdown_summary(run, root=ci_root(session.config))
+            )
             self.written.append(f"Markdown summary written to {settings.report_md}")
         if settings.baseline_update and settings.baseline is not None:
-            self.write_baseline(session, exitstatus, settings.baseline)
+            self.write_baseline(session, run, exitstatus, settings.baseline)
 
-    def write_baseline(self, session: pytest.Session, exitstatus: int, path: str) -> None:
-        why = baseline_refusal(self.run)
+    def write_baseline(
+        self, session: pytest.Session, run: RunResults, exitstatus: int, path: str
+    ) -> None:
+        why = run.baseline_refusal(exitstatus)
         if why is not None:
             self.errors.append(f"{PREFIX} baseline {path} NOT updated: {why}")
             return
-        if exitstatus != pytest.ExitCode.OK:
-            self.errors.append(
-                f"{PREFIX} baseline {path} NOT updated: the run did not "
-                f"pass (exit status {int(exitstatus)}), so its counts may be incomplete"
-            )
-            return
         old = read_baseline_document(path, PREFIX) if os.path.exists(path) else None
-        update = update_baseline(old, self.run, prune=self.settings.baseline_prune)
+        update = update_baseline(old, run, prune=self.settings.baseline_prune)
         write_json_atomic(path, update.document)
         self.written.append(update.line(path))
-        beyond = unabsorbed(self.run)
+        beyond = unabsorbed(run)
         if beyond:
             self.errors += beyond
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def append_step_summary(self, config: pytest.Config) -> None:
+    def append_step_summary(self, config: pytest.Config, run: RunResults) -> None:
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if self.settings.github and step_summary and self.run.tests:
+        if self.settings.github and step_summary and run.tests:
+            root = ci_root(config)
             try:  # a courtesy to the reader: never what decides the run
-                append_step_summary(step_summary, lambda room: self.markdown(config, room))
+                append_step_summary(
+                    step_summary, lambda room: markdown_summary(run, root=root, limit=room)
+                )
             except OSError as exc:
                 self.written.append(f"{PREFIX} could not append the job summary: {exc}")
-
-    def markdown(self, config: pytest.Config, limit: int = SUMMARY_LIMIT) -> str:
-        return markdown_summary(self.run, root=ci_root(config), limit=limit)
 
 
 def report_settings(settings: Settings) -> ReportSettings:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_recompile._torch import versions
-from pytest_recompile.model.messages import plural
+from pytest_recompile.model.text import plural
 
 HEADER = """
 import pytest

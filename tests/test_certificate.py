@@ -98,7 +98,7 @@ def test_the_report_with_a_certificate_fits_the_schema(run, pytester) -> None:
 
 
 def test_compare_counts_uncovered_points(run, pytester) -> None:
-    from pytest_recompile.__main__ import main
+    from pytest_recompile.cli import main
 
     run(SERVING.replace("(8, 16, 32)", "(8, 16, 32, 1)"), "--recompile-budget=0",
         "--recompile-report=base.json", "--recompile-mode=report-only")  # fmt: skip

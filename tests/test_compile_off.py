@@ -89,7 +89,7 @@ def test_compile_switched_off_fails_the_gate_and_says_so_everywhere(
     markdown = (pytester.path / "r.md").read_text()
     assert "> **Error:** pytest-recompile: torch.compile was switched off" in markdown
     # The report says it too: rendered, it fails as the run did.
-    from pytest_recompile.__main__ import main
+    from pytest_recompile.cli import main
 
     os.chdir(pytester.path)
     assert main(["report", "r.json"]) == 1
@@ -127,7 +127,7 @@ def test_a_baseline_update_with_compile_off_changes_nothing(
 ) -> None:
     """Eager code recompiles nothing: an update would remove every entry. It refuses, in
     the plugin and from the run's report, and compare refuses the report too."""
-    from pytest_recompile.__main__ import main
+    from pytest_recompile.cli import main
 
     pytester.makepyfile(test_it=HEADER + textwrap.dedent(TWO))
     pytester.runpytest_subprocess(*inner_args(

@@ -8,7 +8,8 @@ from glob import escape as esc
 import pytest
 from snippets import DOUBLE, HEADER, STEP, assert_totals, inner_args
 
-from pytest_recompile.model.messages import EAGER_FALLBACK, OWN_LIMIT_FIX, STOPPED
+from pytest_recompile.model.guards import OWN_LIMIT_FIX
+from pytest_recompile.model.messages import EAGER_FALLBACK, STOPPED
 from pytest_recompile.model.names import PREFIX
 
 

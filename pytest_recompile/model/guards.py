@@ -262,6 +262,25 @@ def expression(source: str) -> str:
     return _SCOPED.sub(lambda m: m.group("name"), source.strip(), count=1)
 
 
+# The fixes for what no single guard names: too many guards, recompile_limit hit.
+GUARDS_FIX = (
+    "compile the repeated block instead of the whole model (for layer in model.layers: "
+    "layer.compile()), so each entry guards one layer; or, where parameters never change "
+    "identity, torch.compile(model, options={'guard_filter_fn': "
+    "torch.compiler.skip_guard_on_inbuilt_nn_modules_unsafe})"
+)
+
+
+LIMIT_FIX = (
+    "torch now runs it uncompiled, silently; remove the cause of its recompiles, or "
+    "raise torch._dynamo.config.recompile_limit if they are expected"
+)
+OWN_LIMIT_FIX = (  # the limit was the torch.compile call's own (its recompile_limit=)
+    "torch now runs it uncompiled, silently; remove the cause of its recompiles, or "
+    "raise the recompile_limit= of its torch.compile call if they are expected"
+)
+
+
 def hint_for(kind: str, detail: str | None, source: str | None, text: str) -> str:
     """The usual fix for a failing guard of this kind, in one line."""
     if kind == "TENSOR_MATCH":

@@ -11,7 +11,9 @@ Other wording lives with what says it: usage errors in ``settings.py`` (and the 
 ``model/markers.py``), fix hints in ``model/guards.py``, each output's own lines in its module
 of ``reports/`` (the header and totals in ``terminal.py``, the ``recompile_limit`` line in
 ``recompile_limit.py``, the caches' state in ``durations.py``), a warm block's refusal in
-``recording/errors.py``, and a budget's rules in words in ``Budget.describe``.
+``recording/errors.py``, a budget's rules in words in ``Budget.describe``, the run's verdicts
+and merge conflicts in ``model/run.py``, and the text primitives (a plural, a ``file:line``)
+in ``model/text.py``.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .guards import hint_for, label_for
+from .guards import GUARDS_FIX, LIMIT_FIX, OWN_LIMIT_FIX, hint_for, label_for
 from .judge import Violation
-from .names import PREFIX, relative
+from .names import PREFIX
 from .records import FunctionRecord
 from .results import (
     EntryGuardsResult,
@@ -35,6 +37,7 @@ from .results import (
     ViolationResult,
     diverging,
 )
+from .text import location, plural
 
 STOPPED = "stopped here, before compiling"
 
@@ -60,37 +63,9 @@ def limit_outcome(fn: FunctionResult) -> str:
     return LIMIT_RAISED if fn["limit_raised"] else EAGER_FALLBACK
 
 
-GUARDS_FIX = (
-    "compile the repeated block instead of the whole model (for layer in model.layers: "
-    "layer.compile()), so each entry guards one layer; or, where parameters never change "
-    "identity, torch.compile(model, options={'guard_filter_fn': "
-    "torch.compiler.skip_guard_on_inbuilt_nn_modules_unsafe})"
-)
-
-
-LIMIT_FIX = (
-    "torch now runs it uncompiled, silently; remove the cause of its recompiles, or "
-    "raise torch._dynamo.config.recompile_limit if they are expected"
-)
-OWN_LIMIT_FIX = (  # the limit was the torch.compile call's own (its recompile_limit=)
-    "torch now runs it uncompiled, silently; remove the cause of its recompiles, or "
-    "raise the recompile_limit= of its torch.compile call if they are expected"
-)
-
-
 def limit_fix(limit: str) -> str:
     """The fix for a hit of ``limit`` (as :mod:`.._torch.events` names it)."""
     return OWN_LIMIT_FIX if limit.startswith("torch.compile(") else LIMIT_FIX
-
-
-def location(filename: str, lineno: int, root: str | None = None) -> str:
-    """``file:line``, relative to ``root`` (default: the working directory) when inside it."""
-    return f"{relative(filename, root)}:{lineno}"
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 test``, ``2 tests``; ``many`` where the plural is not ``word + "s"``."""
-    return f"{count} {word if count == 1 else many or word + 's'}"
 
 
 def _unknown_function(v: Violation) -> str:
@@ -403,7 +378,7 @@ def break_lines(breaks: list[GraphBreakResult], root: str | None = None) -> list
     return lines
 
 
-def offenders(
+def worst_first(
     functions: list[FunctionResult], named: frozenset[str] = frozenset()
 ) -> list[FunctionResult]:
     """The functions that recompiled, hit recompile_limit or are ``named`` (by a broken
@@ -424,16 +399,29 @@ def failure_message(
 ) -> str:
     """The failure message of a test (or a process, or a block): its broken rules, then each
     offending function's block and each broken rule's graph breaks."""
+    return "\n".join(message_lines(functions, violations, stopped=stopped, site=site, root=root))
+
+
+def message_lines(
+    functions: list[FunctionResult],
+    violations: list[ViolationResult],
+    *,
+    stopped: bool = False,
+    site: str | None = None,
+    root: str | None = None,
+) -> list[str]:
+    """:func:`failure_message`'s lines: each broken rule's first (``PREFIX`` and its
+    message), then the evidence, indented."""
     lines = [f"{PREFIX} {v['message']}" for v in violations]
     named = frozenset(v["function"] for v in violations if v["function"] is not None)
-    for fn in offenders(functions, named):
+    for fn in worst_first(functions, named):
         lines += function_block(fn, violations, root)
     for v in violations:
         lines += break_lines(v["breaks"], root)
     if stopped:
         at = f" at {site}" if site else ""
         lines.append(f"  fail-fast: stopped{at}, before that recompile ran")
-    return "\n".join(lines)
+    return lines
 
 
 def kinds_text(entry: EntryGuardsResult, shown: int = 3) -> str:
@@ -485,10 +473,6 @@ def other_torch(note: str) -> str:
     )
 
 
-def seconds_text(seconds: float) -> str:
-    return f"{seconds:.2f} s"
-
-
 def who(process: ProcessResult) -> str:
     """``rank 1 (pid 4242)``, or ``pid 4242 (python -c ...)`` for a child without a rank."""
     if process["rank"] is not None:
@@ -502,11 +486,10 @@ def failure_lines(processes: list[ProcessResult]) -> list[str]:
     for process in processes:
         if not process["violations"]:
             continue
-        text = failure_message(
+        first, *rest = message_lines(
             process["functions"], process["violations"], stopped=process["stopped"]
         )
-        first, *rest = text.removeprefix(PREFIX).strip().splitlines()
-        lines.append(f"{PREFIX} {who(process)}: {first}")
+        lines.append(f"{PREFIX} {who(process)}: {first.removeprefix(PREFIX).strip()}")
         lines += [f"  {line}" for line in rest]
     return lines
 

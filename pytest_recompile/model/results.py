@@ -320,6 +320,11 @@ class Environment(TypedDict):
     platform: str
 
 
+# An environment's fields in the order outputs name them: two runs are shards of one run only
+# where all agree (``combine``), and ``compare`` shows those that differ, the devices too.
+ENVIRONMENT_FIELDS = ("torch", "torch_build", "python", "pytest", "pytest_recompile", "platform")
+
+
 class ReportEnvironment(Environment):
     devices: list[str]
 

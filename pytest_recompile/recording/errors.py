@@ -7,9 +7,10 @@ from typing import Any
 
 from ..model.guards import Reason
 from ..model.judge import Violation
-from ..model.messages import failure_message, fix_lines, location, site_lines, violation_result
+from ..model.messages import failure_message, fix_lines, site_lines, violation_result
 from ..model.names import PREFIX
 from ..model.records import FunctionRecord
+from ..model.text import location
 from .sites import Site, call_frame
 
 

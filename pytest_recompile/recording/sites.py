@@ -6,8 +6,8 @@ import os
 from types import TracebackType
 from typing import NamedTuple
 
-from ..model.messages import location
 from ..model.results import SiteResult
+from ..model.text import location
 
 
 class Site(NamedTuple):

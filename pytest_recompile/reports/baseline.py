@@ -229,7 +229,7 @@ class BaselineUpdate:
     def line(self, path: str) -> str:
         """``baseline written to b.json: 1 added, 1 replaced, 0 removed; kept 3 entries of
         tests that did not run (...)``"""
-        from ..model.messages import plural
+        from ..model.text import plural
 
         said = (
             f"baseline written to {path}: {self.added} added, {self.replaced} replaced, "
@@ -257,7 +257,6 @@ def update_baseline(
     (a test that ran and recorded nothing loses its entry); every other entry is kept as it
     was, or, with ``prune``, dropped (a shard cannot tell a deleted test from another
     shard's: pruning is asked for by a run of the whole suite)."""
-    assert run.environment is not None
     new, ran = baseline_tests(run), run.ran()
     before = dict(old["tests"]) if old is not None else {}
     kept = {n: e for n, e in before.items() if n not in ran}
@@ -285,26 +284,11 @@ def update_baseline(
     )
 
 
-def baseline_refusal(run: RunResults) -> str | None:
-    """Why ``run``'s counts must not update a baseline (None: they may): compile was switched
-    off (eager code recompiles nothing, and every entry would be removed), or gated tests ran
-    without figures."""
-    off = list(run.disabled)
-    if off:
-        return (
-            f"torch.compile was switched off ({'; '.join(off)}): eager code measures nothing, "
-            "and every entry of the tests that ran would be removed"
-        )
-    if run.missing():
-        return f"{len(run.missing())} gated test(s) ran without figures ({run.missing()[0]})"
-    return None
-
-
 def unabsorbed(run: RunResults) -> list[str]:
     """What the gate run after a baseline update would still fail: every broken rule but a
     total over the default budget or an old baseline (the one thing a baseline raises).
     Empty: it will pass."""
-    from ..model.messages import plural
+    from ..model.text import plural
 
     broken = [
         f"  {nodeid}: {v['message']}"

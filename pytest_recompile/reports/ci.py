@@ -8,7 +8,6 @@ are the same under pytest-xdist; only the controller writes them.
 from __future__ import annotations
 
 import linecache
-import re
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
@@ -20,14 +19,13 @@ from ..model.messages import (
     fix_lines,
     limit_outcome,
     line_to_change,
-    plural,
     reason_hint,
     reason_label,
     reason_text,
     site_text,
     who,
+    worst_first,
 )
-from ..model.messages import offenders as worst_first
 from ..model.names import relative
 from ..model.results import (
     FunctionResult,
@@ -36,7 +34,9 @@ from ..model.results import (
     functions_of,
     per_process,
 )
-from ..model.run import RunResults
+from ..model.run import Attempt, RunResults
+from ..model.text import plural
+from .markdown import md_cell, md_code
 from .terminal import INCOMPLETE, switched_off_line, totals_line
 
 # GitHub shows about 10 error annotations per step, and takes at most 1 MiB of job summary
@@ -46,30 +46,10 @@ SUMMARY_LIMIT = 1024 * 1024
 TOP_FUNCTIONS = 10
 TITLE = "torch.compile recompile gate"
 
-Results = Mapping[str, tuple[str, TestResult]]  # nodeid -> (outcome, result)
+Results = Mapping[str, Attempt]  # nodeid -> its attempt
 
 
 # -- Markdown -------------------------------------------------------------------------------
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def md_cell(text: str) -> str:
-    """Text for a table cell: one line, ``|`` escaped, ``<`` too (GitHub drops what looks
-    like an HTML tag, such as ``<locals>``); ``—`` when empty."""
-    return _one_line(text).replace("<", "&lt;") or "—"
-
-
-def md_code(text: str) -> str:
-    """Inline code for a cell, fenced by more backticks than the text holds in a row;
-    ``—`` when empty."""
-    text = _one_line(text)
-    if not text:
-        return "—"
-    run = max((len(found) for found in re.findall("`+", text)), default=0)
-    return f"{'`' * (run + 1)} {text} {'`' * (run + 1)}" if run else f"`{text}`"
 
 
 class CompiledFunction(NamedTuple):
@@ -87,7 +67,7 @@ def _functions(data: TestResult) -> list[CompiledFunction]:
 
 def _offenders(data: TestResult) -> list[CompiledFunction]:
     """The test's functions (its children's too) that recompiled or hit recompile_limit,
-    worst first (:func:`~..model.messages.offenders`)."""
+    worst first (:func:`~..model.messages.worst_first`)."""
     found = _functions(data)
     worst = worst_first([o.fn for o in found])
     where = {id(o.fn): o.where for o in found}

@@ -1,6 +1,8 @@
 """``pytest-recompile combine``: shards' JSON reports merged into the report one run of the
 whole suite would have written, as ``coverage combine`` merges parallel data files (pure:
-reports in, one :class:`RunResults` out).
+reports in, one :class:`RunResults` out). This module finds what must agree across the inputs
+and the order they fold in; the folding rules are the model's (:meth:`RunResults.update`, the
+same that fold an xdist run's workers).
 
 The rules (docs/shards.md):
 
@@ -23,16 +25,10 @@ The rules (docs/shards.md):
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..model.messages import plural
-from ..model.results import CollectionResult, first_difference, without_timings
+from ..model.results import ENVIRONMENT_FIELDS, CollectionResult
 from ..model.run import RunResults
+from ..model.text import plural
 from .json_report import ReportError, created_now
-
-# The environment's fields that must agree (devices are merged).
-SAME_ENVIRONMENT = ("torch", "torch_build", "python", "pytest", "pytest_recompile", "platform")
-FAILED = ("failed", "error")
 
 
 class CombineError(ReportError):
@@ -40,19 +36,17 @@ class CombineError(ReportError):
 
 
 def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
-    """The run that ``inputs`` (each a path and its report, as loaded) are shards of."""
+    """The run that ``inputs`` (each a path and its report, as loaded) are shards of: checked
+    across inputs here, folded by :meth:`RunResults.update` (the rules of a test, a fixture
+    or a fault in two inputs), the earliest report first."""
     if not inputs:
         raise CombineError("no reports to combine")
     first_path, first = inputs[0]
     environment = first.environment
     settings = first.settings
-    assert environment is not None
-    assert settings is not None
     devices: set[str] = set()
     for path, run in inputs:
-        assert run.environment is not None
-        assert run.settings is not None
-        for key in SAME_ENVIRONMENT:
+        for key in ENVIRONMENT_FIELDS:  # the devices are merged
             mine, theirs = run.environment.get(key), environment.get(key)
             if mine != theirs:
                 raise CombineError(
@@ -68,43 +62,20 @@ def combine(inputs: list[tuple[str, RunResults]]) -> RunResults:
                     f"{key}={settings.get(key)!r}: shards of one run share its options"
                 )
         devices.update(run.environment["devices"])
-    # The earliest report first: a later attempt of a test replaces an earlier failed one.
-    ordered = sorted(enumerate(inputs), key=lambda pair: (pair[1][1].created or "", pair[0]))
-    tests: dict[str, tuple[str, Any]] = {}
-    source: dict[str, str] = {}
     combined = RunResults(
         environment={**environment, "devices": sorted(devices)},
         settings=settings,
-        created=max(run.created or "" for _, run in inputs) or created_now(),
+        created=max(run.created for _, run in inputs) or created_now(),
     )
-    incomplete: list[str] = []
-    for index, (path, run) in ordered:
-        for nodeid, (outcome, data) in run.tests.items():
-            known = tests.get(nodeid)
-            if known is not None and _same(known, (outcome, data)):
-                continue  # the same results (timings aside): kept once
-            if known is not None and known[0] not in FAILED:
-                differs = first_difference(
-                    {"outcome": known[0], **without_timings(known[1])},
-                    {"outcome": outcome, **without_timings(data)},
-                )
-                raise CombineError(
-                    f"test {nodeid} is in {source[nodeid]} and in {path} with other results "
-                    f"({differs}, in that order): a test may be in two inputs only with the "
-                    "same results, or as a rerun after a failed attempt"
-                )
-            tests[nodeid], source[nodeid] = (outcome, data), path  # first, or a rerun
-        combined.add_fixtures(run.fixtures, f"{index}: {path}")
-        combined.disabled.update(run.disabled)
-        combined.faults += [fault for fault in run.faults if fault not in combined.faults]
-        if run.incomplete is not None:
-            incomplete.append(f"{path}: {run.incomplete}")
-    combined.tests = {nodeid: tests[nodeid] for nodeid in sorted(tests)}
+    # The earliest report first: a later attempt of a test replaces an earlier failed one.
+    for _, (path, run) in sorted(enumerate(inputs), key=lambda pair: (pair[1][1].created, pair[0])):
+        combined.update(run, path)
+    combined.tests = {nodeid: combined.tests[nodeid] for nodeid in sorted(combined.tests)}
     combined.collection = collection(inputs)
     lost = combined.collection["split_off"] if combined.collection else []
     if lost:
-        incomplete.append(f"{plural(len(lost), 'test')} collected ran in no shard ({named(lost)})")
-    combined.incomplete = "; ".join(incomplete) or None
+        said = f"{plural(len(lost), 'test')} collected ran in no shard ({named(lost)})"
+        combined.incomplete = "; ".join(filter(None, (combined.incomplete, said)))
     return combined
 
 
@@ -163,7 +134,3 @@ def named(nodeids: list[str], most: int = 3) -> str:
 
 def _collected(found: CollectionResult) -> set[str]:
     return {*found["selected"], *found["split_off"], *found["excluded"]}
-
-
-def _same(one: tuple[str, Any], other: tuple[str, Any]) -> bool:
-    return one[0] == other[0] and without_timings(one[1]) == without_timings(other[1])

@@ -8,7 +8,7 @@ entry's count, new guard kinds, new guards on Python values), graph breaks and t
 the test pays them alone, so reuse lost across xdist workers or shards is no change). A change is
 *worse* where HEAD has more; ``--fail-on`` names the measures whose worsening fails (exit 1).
 Both reports are read into the results model (``json_report.load_report``), as every output
-reads a run; the command line is in ``__main__.py``.
+reads a run; the command line is in ``cli.py``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.messages import plural, reason_label
-from ..model.results import GraphBreakResult, ProcessResult, TestResult
+from ..model.messages import reason_label
+from ..model.results import ENVIRONMENT_FIELDS, GraphBreakResult, ProcessResult, TestResult
 from ..model.run import RunResults
-from .ci import md_cell, md_code
+from ..model.text import plural
+from .markdown import md_cell, md_code
 
 # The measures, as --fail-on names them, in the order a test's changes are shown.
 MEASURES = (
@@ -40,15 +41,7 @@ DEFAULT_SECONDS = 1.0  # a change in compile seconds smaller than this is not sh
 # it is measured, so it is noisy (a torch upgrade that triples it is what this is for).
 GUARD_CHECK_FACTOR = 1.5
 FORMATS = ("text", "markdown", "json")
-ENVIRONMENT = (
-    "torch",
-    "torch_build",
-    "python",
-    "pytest",
-    "pytest_recompile",
-    "platform",
-    "devices",
-)
+ENVIRONMENT = (*ENVIRONMENT_FIELDS, "devices")
 COMPARE_SCHEMA = "pytest-recompile/compare"
 
 
@@ -368,8 +361,8 @@ def compare(
     fail_on: Iterable[str] = DEFAULT_FAIL_ON,
     seconds: float = DEFAULT_SECONDS,
 ) -> Comparison:
-    base_env: dict[str, Any] = dict(base.environment or {})
-    head_env: dict[str, Any] = dict(head.environment or {})
+    base_env: dict[str, Any] = dict(base.environment)
+    head_env: dict[str, Any] = dict(head.environment)
     environment = [
         (key, _shown(base_env.get(key)), _shown(head_env.get(key)))
         for key in ENVIRONMENT

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model.messages import location, plural
 from ..model.names import PREFIX
 from ..model.results import CachesResult, FixtureResult, FunctionResult, TestResult
 from ..model.run import RunResults
+from ..model.text import location, plural
 
 # As pytest's --durations-min: shorter entries are hidden unless -vv.
 SHORTEST_SHOWN = 0.005

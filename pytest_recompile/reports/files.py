@@ -9,8 +9,10 @@ import os
 import stat
 import tempfile
 
+from ..model.errors import InputError
 
-class OutputFileError(ValueError):
+
+class OutputFileError(InputError):
     """A report or baseline path that cannot be used (a usage error, said at start-up)."""
 
 

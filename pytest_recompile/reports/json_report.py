@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
+from ..model.errors import InputError
 from ..model.names import relative
 from ..model.results import (
     ReportDocument,
@@ -15,7 +16,7 @@ from ..model.results import (
     ReportSettings,
     TestResult,
 )
-from ..model.run import RunResults
+from ..model.run import Attempt, RunResults
 from .recompile_limit import limit_need
 from .schema import SCHEMA_FILE, misfit
 
@@ -32,11 +33,8 @@ def report_document(run: RunResults, root: str | None = None) -> ReportDocument:
     back into a :class:`RunResults`; ``root``: the rootdir. Every file is written as
     :func:`.names.relative` shows it, so that reports of two checkout paths (CI agents,
     shards) name each function alike."""
-    assert run.environment is not None, "set at the run's end, or loaded"
-    assert run.settings is not None
-    assert run.created is not None
     tests: list[ReportedTest] = [
-        {"nodeid": nodeid, "outcome": run.tests[nodeid][0], **run.tests[nodeid][1]}
+        {"nodeid": nodeid, "outcome": run.tests[nodeid].outcome, **run.tests[nodeid].result}
         for nodeid in sorted(run.tests)
     ]
     tests = portable_files(tests, root)
@@ -97,7 +95,7 @@ def created_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-class ReportError(ValueError):
+class ReportError(InputError):
     """A file that is not a report this plugin can read: one line that says which and why."""
 
 
@@ -152,11 +150,11 @@ def load_report(path: str) -> RunResults:
 
 def from_document(document: ReportDocument) -> RunResults:
     """A report (checked against its schema) as the results model."""
-    tests: dict[str, tuple[str, TestResult]] = {}
+    tests: dict[str, Attempt] = {}
     for test in document["tests"]:
         data = dict(test)
         nodeid, outcome = data.pop("nodeid"), data.pop("outcome")
-        tests[str(nodeid)] = (str(outcome), data)  # type: ignore[assignment]
+        tests[str(nodeid)] = Attempt(str(outcome), cast("TestResult", data))
     incomplete = document["incomplete"]
     if incomplete is None and not document["complete"]:
         incomplete = "the report says it is incomplete"

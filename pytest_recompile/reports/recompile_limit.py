@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from ..model.messages import location
 from ..model.names import HEADROOM
 from ..model.results import (
     FixtureResult,
@@ -22,6 +21,7 @@ from ..model.results import (
     functions_of,
 )
 from ..model.run import RunResults
+from ..model.text import location
 
 
 class Held(NamedTuple):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..model.messages import EAGER_FALLBACK, first_guard, notes, plural, seconds_text
+from ..model.messages import EAGER_FALLBACK, first_guard, notes
 from ..model.names import BETWEEN, PREFIX
 from ..model.results import (
     FixtureResult,
@@ -18,6 +18,7 @@ from ..model.results import (
     per_process,
 )
 from ..model.run import RunResults
+from ..model.text import plural, seconds_text
 from .recompile_limit import limit_line, limit_need
 
 if TYPE_CHECKING:
@@ -121,19 +122,13 @@ COMPILE_OFF_FAILS = (
 COMPILE_OFF_WARNS = "--recompile-if-disabled=warn: the run's status is its tests'"
 
 
-def fails_switched_off(run: RunResults) -> bool:
-    """Compile was switched off, and the run's rule (--recompile-if-disabled) fails it."""
-    rule = run.settings["if_disabled"] if run.settings is not None else "fail"
-    return bool(run.disabled) and rule == "fail"
-
-
 def switched_off_line(run: RunResults) -> tuple[str, bool] | None:
     """The summary's line where compile was switched off, and whether it fails the run."""
     how = list(run.disabled)
     if not how:
         return None
     said = COMPILE_OFF.format(how="; ".join(how))
-    if fails_switched_off(run):
+    if run.fails_switched_off:
         return f"{PREFIX} {said}; {COMPILE_OFF_FAILS}", True
     return f"{said}; {COMPILE_OFF_WARNS}", False
 

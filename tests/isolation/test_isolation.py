@@ -20,8 +20,9 @@ from snippets import (
 )
 
 from pytest_recompile._torch import versions
-from pytest_recompile.model.messages import EAGER_FALLBACK, STOPPED, seconds_text
+from pytest_recompile.model.messages import EAGER_FALLBACK, STOPPED
 from pytest_recompile.model.names import PREFIX
+from pytest_recompile.model.text import seconds_text
 from pytest_recompile.reports.terminal import ISOLATION_HINT, RESET_FALLBACK, isolation_lines
 
 SHARED = """

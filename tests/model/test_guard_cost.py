@@ -16,8 +16,9 @@ from pytest_recompile._torch import versions
 from pytest_recompile._torch.reasons import installed_guard
 from pytest_recompile.model.budget import Budget, Rule
 from pytest_recompile.model.guard_cost import EntryGuards, entry_guards, value_guard
+from pytest_recompile.model.guards import GUARDS_FIX
 from pytest_recompile.model.markers import budget_from_marks
-from pytest_recompile.model.messages import GUARDS_FIX, entry_line, kinds_text
+from pytest_recompile.model.messages import entry_line, kinds_text
 from pytest_recompile.reports.json_report import SCHEMA_FILE
 
 # A model whose guard tree grows with its layers (torch 2.13, CPU: 36 leaf guards with 2
@@ -442,7 +443,8 @@ def _fn(name: str, entries: int, limit: bool = False) -> dict[str, object]:
 
 
 def test_limit_need_takes_the_most_entries_of_each_function_wherever_held() -> None:
-    from pytest_recompile.model.run import RunResults
+    from runs import run_of
+
     from pytest_recompile.reports.recompile_limit import limit_line, limit_need
 
     results = [
@@ -453,7 +455,7 @@ def test_limit_need_takes_the_most_entries_of_each_function_wherever_held() -> N
         ),
     ]
     fixtures = [{"node": "t.py", "fixture": "module fixture 'model'", "functions": [_fn("h", 3)]}]
-    run = RunResults(tests={n: ("passed", d) for n, d in results}, fixtures=fixtures)  # type: ignore[misc]
+    run = run_of(tests={n: ("passed", d) for n, d in results}, fixtures=fixtures)  # type: ignore[misc]
     need = limit_need(run)
     assert [(n["qualname"], n["most_entries"], n["where"]) for n in need["functions"]] == [
         ("f", 5, "t.py::test_b (pid 7)"),
@@ -467,13 +469,13 @@ def test_limit_need_takes_the_most_entries_of_each_function_wherever_held() -> N
     assert line.startswith("recompile_limit: one function held at most 5 cache entries (f f.py:1")
     assert "recompile_limit = 10 holds this run with 2x headroom" in line
     hit = limit_need(
-        RunResults(
+        run_of(
             tests={"t.py::test_c": ("passed", {"functions": [_fn("f", 8, True)], "processes": []})}
         )
     )  # type: ignore[dict-item]
     assert hit["hit"] == ["f"]
     assert "f hit the limit, so its need is unknown" in (limit_line(hit) or "")
-    assert limit_line(limit_need(RunResults())) is None
+    assert limit_line(limit_need(run_of())) is None
 
 
 def test_the_summary_ends_with_the_recompile_limit_the_run_needs(run) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from runs import run_of
+
 from pytest_recompile._torch.reasons import parse_reason
 from pytest_recompile.model.budget import Budget, Rule
 from pytest_recompile.model.judge import judge
@@ -13,7 +15,6 @@ from pytest_recompile.model.messages import (
     violation_result,
 )
 from pytest_recompile.model.records import FunctionRecord, Recompile
-from pytest_recompile.model.run import RunResults
 from pytest_recompile.reports.terminal import terminal_lines
 
 
@@ -90,7 +91,7 @@ def test_limit_message_and_summary() -> None:
         "processes": [],
         "isolation": "entries",
     }
-    run = RunResults(tests={"t.py::b": ("passed", better), "t.py::a": ("failed", failing)})
+    run = run_of(tests={"t.py::b": ("passed", better), "t.py::a": ("failed", failing)})
     lines = terminal_lines(run)
     assert lines == [
         "t.py::a: x; recompiles cost 1.50 s",

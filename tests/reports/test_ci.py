@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runs import run_of
 from snippets import DOUBLE, GUARD_LINES, HEADER, STEP, assert_bad_ini, inner_args
 
 from pytest_recompile.model.names import PREFIX
 from pytest_recompile.model.results import ReportSettings
-from pytest_recompile.model.run import RunResults
 from pytest_recompile.reports.ci import (
     MAX_ANNOTATIONS,
     TITLE,
@@ -269,34 +269,34 @@ def test_at_most_ten_annotations_worst_first_then_a_notice() -> None:
         f"t.py::test_{i:02d}": ("failed", fake_test(f"fn{i:02d}", i + 1)) for i in range(12)
     }
     results["t.py::test_limit"] = ("failed", fake_test("looping", 1, limit=True))
-    lines = annotation_lines(RunResults(tests=results), "/repo")
+    lines = annotation_lines(run_of(tests=results), "/repo")
     assert len(lines) == MAX_ANNOTATIONS + 1
     assert "test_limit" in lines[0]  # a fall-back to eager first
     assert "test_11" in lines[1]  # then by recompiles
     assert lines[0].startswith("::error file=src/looping.py,line=3,")
     assert lines[-1].startswith(f"::notice title={escape_property(TITLE)}::3 more recompile ")
     assert "job summary" in lines[-1]
-    warned = annotation_lines(RunResults(tests=results, settings=REPORT_ONLY), "/repo")
+    warned = annotation_lines(run_of(tests=results, settings=REPORT_ONLY), "/repo")
     assert warned[0].startswith("::warning file=src/looping.py,")
 
 
 def test_markdown_never_exceeds_its_limit_and_says_what_it_left_out() -> None:
     results: Any = {f"t.py::test_{i:04d}": ("failed", fake_test("f", 2)) for i in range(3000)}
-    full = markdown_summary(RunResults(tests=results), root="/repo")
+    full = markdown_summary(run_of(tests=results), root="/repo")
     assert full.count("| `t.py::test_") == 3000
     limit = 20_000
-    cut = markdown_summary(RunResults(tests=results), root="/repo", limit=limit)
+    cut = markdown_summary(run_of(tests=results), root="/repo", limit=limit)
     assert len(cut.encode()) <= limit
     shown = cut.count("| `t.py::test_")
     left = int(re.search(r"_(\d+) rows left out", cut).group(1))  # type: ignore[union-attr]
     assert 0 < shown < 3000
     assert shown + left == 3000 + 1  # every broken test's row, and the one function's row
     odd: Any = {"t.py::test_`a` | <x>": ("failed", fake_test("<lambda>", 1))}
-    text = markdown_summary(RunResults(tests=odd), root="/repo")
+    text = markdown_summary(run_of(tests=odd), root="/repo")
     assert "| `` t.py::test_`a` \\| <x> `` | `<lambda>` " in text  # a longer fence; no table break
-    reportonly = markdown_summary(RunResults(tests=odd, settings=REPORT_ONLY), root="/repo")
+    reportonly = markdown_summary(run_of(tests=odd, settings=REPORT_ONLY), root="/repo")
     assert "### Tests that would have broken the gate" in reportonly
     assert "1 would have broken the gate" in reportonly
-    stopped = RunResults(tests=odd, incomplete="<b>" + "y" * 5000)
+    stopped = run_of(tests=odd, incomplete="<b>" + "y" * 5000)
     assert "&lt;b>" in markdown_summary(stopped, root="/")  # plain text never turns into HTML
     assert len(markdown_summary(stopped, root="/", limit=500)) <= 500

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from snippets import GUARD_LINES, inner_args
 
-from pytest_recompile.__main__ import main
+from pytest_recompile.cli import main
 from pytest_recompile.reports.json_report import REPORT_VERSION
 from pytest_recompile.reports.schema import INTEGRAL_FLOAT
 

@@ -15,10 +15,10 @@ import pytest
 import torch._dynamo
 import torch.compiler.config
 from docblocks import assert_pasted, checked_blocks
+from runs import run_of
 from snippets import DOUBLE, HEADER, assert_bad_ini, inner_args, read_json
 
 from pytest_recompile.model.names import PREFIX
-from pytest_recompile.model.run import RunResults
 from pytest_recompile.recording.freeze import no_caches
 from pytest_recompile.reports.durations import (
     FUNCTIONS_HEADING,
@@ -337,7 +337,7 @@ def test_lines_from_results_and_fixtures() -> None:
         "recompile_seconds": 0.0,
         "functions": [{**fn, "compile_seconds": 0.25, "recompile_seconds": 0.0}],
     }
-    run = RunResults(tests={"m.py::test_a": ("passed", one)}, fixtures=[fixture])
+    run = run_of(tests={"m.py::test_a": ("passed", one)}, fixtures=[fixture])
     lines = duration_lines(run, 5, root="/r")
     assert lines == [
         TESTS_HEADING,
@@ -348,7 +348,7 @@ def test_lines_from_results_and_fixtures() -> None:
         "  0.75s = 0.45s first + 0.30s recompiles  step (m.py:3), in 1 test, 1 fixture",
     ]
     assert duration_lines(run, 1, root="/r")[1:2] == lines[1:2]
-    assert duration_lines(RunResults(), 1, root="/r") == [NO_GATED_TEST]
+    assert duration_lines(run_of(), 1, root="/r") == [NO_GATED_TEST]
 
 
 def test_the_documented_example(

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from snippets import inner_args, keeps_entries
 
-from pytest_recompile.__main__ import main
-from pytest_recompile.model.messages import plural
+from pytest_recompile.cli import main
 from pytest_recompile.model.results import without_timings
+from pytest_recompile.model.text import plural
 from pytest_recompile.reports.baseline import PRUNE_HINT
 from pytest_recompile.reports.json_report import NOT_A_REPORT, REPORT_VERSION
 
@@ -407,7 +407,7 @@ def test_combining_is_pure_python(shards: Path) -> None:
     import subprocess
 
     code = (
-        "import sys; from pytest_recompile.__main__ import main; "
+        "import sys; from pytest_recompile.cli import main; "
         "main(['combine', '-o', 'all.json', 's1.json', 's2.json']); "
         "main(['report', 'all.json']); "
         "print(sorted({'torch', 'pytest', '_pytest'} & set(sys.modules)))"
