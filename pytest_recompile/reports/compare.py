@@ -14,7 +14,7 @@ reads a run; the command line is in ``cli.py``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,23 +24,10 @@ from ..model.run import RunResults
 from ..model.text import plural
 from .markdown import md_cell, md_code
 
-# The measures, as --fail-on names them, in the order a test's changes are shown.
-MEASURES = (
-    "recompiles",
-    "cache-entries",
-    "guards",
-    "graph-breaks",
-    "limit-hits",
-    "uncovered",
-    "guard-check",
-    "compile-seconds",
-)
-DEFAULT_FAIL_ON = ("recompiles", "graph-breaks", "limit-hits", "uncovered")
 DEFAULT_SECONDS = 1.0  # a change in compile seconds smaller than this is not shown
 # A guard check is shown slower (or faster) past this factor and by at least a microsecond:
 # it is measured, so it is noisy (a torch upgrade that triples it is what this is for).
 GUARD_CHECK_FACTOR = 1.5
-FORMATS = ("text", "markdown", "json")
 ENVIRONMENT = (*ENVIRONMENT_FIELDS, "devices")
 COMPARE_SCHEMA = "pytest-recompile/compare"
 
@@ -135,18 +122,19 @@ def figures(outcome: str, test: TestResult) -> TestFigures:
 class Change:
     """One measure of a test (or of one of its functions) that differs."""
 
-    measure: str  # one of MEASURES
+    measure: str  # a name of MEASURES
     function: str | None
     base: float
     head: float
     detail: str = ""  # new kinds, new values, the sites of graph breaks
 
     moved: bool = False  # graph breaks at other lines, as many and for the same reasons
-    new: bool = False  # graph breaks at sites (and for reasons) BASE did not have
+    new: bool = False  # graph breaks at sites BASE did not have, guards of new kinds or values
 
     @property
     def worse(self) -> bool:
-        return self.head > self.base or (self.measure == "guards" and bool(self.detail)) or self.new
+        """HEAD has more, or something new (a guard kind, a graph break's site)."""
+        return self.head > self.base or self.new
 
     @property
     def better(self) -> bool:
@@ -154,17 +142,7 @@ class Change:
 
     def text(self) -> str:
         """``recompiles 0 -> 1 (+1; failing guards: TENSOR_MATCH(size))``."""
-        if self.measure == "compile-seconds":
-            return f"compile seconds {self.base:.2f} s -> {self.head:.2f} s"
-        if self.measure == "guard-check":
-            return f"guard check {self.base:.3g} us -> {self.head:.3g} us per call"
-        if self.moved:
-            return f"graph {'break' if self.head == 1 else 'breaks'} {self.detail}"
-        delta = int(self.head - self.base)
-        said = [f"{delta:+d}"] if delta else []
-        said += [self.detail] if self.detail else []
-        tail = f" ({'; '.join(said)})" if said else ""
-        return f"{self.measure.replace('-', ' ')} {int(self.base)} -> {int(self.head)}{tail}"
+        return MEASURES[self.measure].text(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -178,72 +156,194 @@ class Change:
         }
 
 
-def _function_changes(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
-    found = []
-    if head.recompiles != base.recompiles:
-        failed = (
-            f"failing guards: {', '.join(head.failed)}" if head.recompiles > base.recompiles else ""
-        )
-        found.append(Change("recompiles", name, base.recompiles, head.recompiles, failed))
-    if head.cache_entries != base.cache_entries:
-        found.append(Change("cache-entries", name, base.cache_entries, head.cache_entries))
+def _counted(change: Change) -> str:
+    """How most changes read: ``cache entries 1 -> 2 (+1; detail)``."""
+    delta = int(change.head - change.base)
+    said = [f"{delta:+d}"] if delta else []
+    said += [change.detail] if change.detail else []
+    tail = f" ({'; '.join(said)})" if said else ""
+    return f"{change.measure.replace('-', ' ')} {int(change.base)} -> {int(change.head)}{tail}"
+
+
+def _break_text(change: Change) -> str:
+    if change.moved:
+        return f"graph {'break' if change.head == 1 else 'breaks'} {change.detail}"
+    return _counted(change)
+
+
+def _recompiles(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
+    if head.recompiles == base.recompiles:
+        return []
+    more = head.recompiles > base.recompiles
+    failed = f"failing guards: {', '.join(head.failed)}" if more else ""
+    return [Change("recompiles", name, base.recompiles, head.recompiles, failed)]
+
+
+def _counter(field_name: str, measure: str) -> Callable[..., list[Change]]:
+    """A function's measure that is one count: a change where the counts differ."""
+
+    def changes(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
+        old, new = getattr(base, field_name), getattr(head, field_name)
+        return [Change(measure, name, old, new)] if old != new else []
+
+    return changes
+
+
+def _guards(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
+    """The largest entry's count, and guards of new kinds or on new values (worse, though
+    not more)."""
     new = []
     if base.kinds and head.kinds - base.kinds:
         new.append(f"new guard kinds: {', '.join(sorted(head.kinds - base.kinds))}")
     if head.values - base.values:
         new.append(f"new guards on values: {', '.join(sorted(head.values - base.values))}")
-    if (base.guards is not None and head.guards is not None and head.guards != base.guards) or new:
-        found.append(Change("guards", name, base.guards or 0, head.guards or 0, "; ".join(new)))
-    if head.limit_hits != base.limit_hits:
-        found.append(Change("limit-hits", name, base.limit_hits, head.limit_hits))
-    if head.uncovered != base.uncovered:
-        found.append(Change("uncovered", name, base.uncovered, head.uncovered))
-    if base.check_us is not None and head.check_us is not None:
-        low, high = sorted((base.check_us, head.check_us))
-        if high >= low * GUARD_CHECK_FACTOR and high - low >= 1.0:
-            found.append(Change("guard-check", name, base.check_us, head.check_us))
-    return found
+    counted = base.guards is not None and head.guards is not None and head.guards != base.guards
+    if not (counted or new):
+        return []
+    return [
+        Change("guards", name, base.guards or 0, head.guards or 0, "; ".join(new), new=bool(new))
+    ]
 
 
-def _break_changes(base: dict[str, str], head: dict[str, str]) -> list[Change]:
+def _guard_check(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
+    """Measured, so noisy: a change past :data:`GUARD_CHECK_FACTOR` and a microsecond."""
+    if base.check_us is None or head.check_us is None:
+        return []
+    low, high = sorted((base.check_us, head.check_us))
+    if high >= low * GUARD_CHECK_FACTOR and high - low >= 1.0:
+        return [Change("guard-check", name, base.check_us, head.check_us)]
+    return []
+
+
+def _test_recompiles(base: TestFigures, head: TestFigures, seconds: float) -> list[Change]:
+    if head.recompiles == base.recompiles:
+        return []
+    return [Change("recompiles", None, base.recompiles, head.recompiles)]
+
+
+def _break_changes(base: TestFigures, head: TestFigures, seconds: float) -> list[Change]:
     """New and gone graph breaks, by site; a break whose site changed but whose reason did
     not (code above it moved) is a move, neither better nor worse."""
-    new = [site for site in head if site not in base]
-    gone = [site for site in base if site not in head]
+    before, after = base.breaks, head.breaks
+    new = [site for site in after if site not in before]
+    gone = [site for site in before if site not in after]
     moves = []
     for site in list(new):
-        match = next((old for old in gone if base[old] == head[site]), None)
+        match = next((old for old in gone if before[old] == after[site]), None)
         if match is not None:
-            moves.append(f"moved from {match} to {site}: {head[site]}")
+            moves.append(f"moved from {match} to {site}: {after[site]}")
             new.remove(site)
             gone.remove(match)
     found = []
     if moves:
         found.append(Change("graph-breaks", None, len(moves), len(moves), "; ".join(moves), True))
     if new or gone:
-        said = [f"new at {s}: {head[s]}" for s in new] + [f"gone at {s}" for s in gone]
+        said = [f"new at {s}: {after[s]}" for s in new] + [f"gone at {s}" for s in gone]
         found.append(
-            Change("graph-breaks", None, len(base) - len(moves), len(head) - len(moves),
+            Change("graph-breaks", None, len(before) - len(moves), len(after) - len(moves),
                    "; ".join(said), new=bool(new))
         )  # fmt: skip
     return found
 
 
+def _compile_seconds(base: TestFigures, head: TestFigures, seconds: float) -> list[Change]:
+    """Noisy: shown only where they changed by ``seconds`` or more."""
+    if abs(head.compile_seconds - base.compile_seconds) < seconds:
+        return []
+    return [Change("compile-seconds", None, base.compile_seconds, head.compile_seconds)]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One row of what ``compare`` measures: how a change of it is found (per function, per
+    test), worded (:meth:`Change.text`) and summed up in the verdict; whether ``--fail-on``
+    names it by default. A new measure is one row of :data:`MEASURES`."""
+
+    one: str  # the verdict's noun: "2 more recompiles"
+    many: str
+    default: bool = False  # in --fail-on's default
+    of_function: Callable[[str, FunctionFigures, FunctionFigures], list[Change]] | None = None
+    of_test: Callable[[TestFigures, TestFigures, float], list[Change]] | None = None
+    text: Callable[[Change], str] = _counted
+    amount: Callable[[float, bool], str] | None = None  # the verdict's words, where not counted
+
+    def total(self, amount: float, more: bool) -> str:
+        """``2 more recompiles``; ``new guards`` (new kinds, not more); the row's own."""
+        if self.amount is not None:
+            return self.amount(amount, more)
+        if not amount:
+            return f"new {self.many}"
+        return (
+            f"{int(amount)} {'more' if more else 'fewer'} {self.one if amount == 1 else self.many}"
+        )
+
+
+# The measures, as --fail-on names them, in the order a test's changes are shown.
+MEASURES: dict[str, Measure] = {
+    "recompiles": Measure(
+        "recompile", "recompiles", default=True, of_function=_recompiles, of_test=_test_recompiles
+    ),
+    "cache-entries": Measure(
+        "cache entry", "cache entries", of_function=_counter("cache_entries", "cache-entries")
+    ),
+    "guards": Measure("guard", "guards", of_function=_guards),
+    "graph-breaks": Measure(
+        "graph break", "graph breaks", default=True, of_test=_break_changes, text=_break_text
+    ),
+    "limit-hits": Measure(
+        "recompile_limit hit",
+        "recompile_limit hits",
+        default=True,
+        of_function=_counter("limit_hits", "limit-hits"),
+    ),
+    "uncovered": Measure(
+        "uncovered point",
+        "uncovered points",
+        default=True,
+        of_function=_counter("uncovered", "uncovered"),
+    ),
+    "guard-check": Measure(
+        "guard check",
+        "guard checks",
+        of_function=_guard_check,
+        text=lambda c: f"guard check {c.base:.3g} us -> {c.head:.3g} us per call",
+        amount=lambda _, more: f"{'slower' if more else 'faster'} guard checks",
+    ),
+    "compile-seconds": Measure(
+        "compile second",
+        "compile seconds",
+        of_test=_compile_seconds,
+        text=lambda c: f"compile seconds {c.base:.2f} s -> {c.head:.2f} s",
+        amount=lambda s, more: f"{s:.2f} s {'more' if more else 'less'} compiling",
+    ),
+}
+DEFAULT_FAIL_ON = tuple(name for name, row in MEASURES.items() if row.default)
+_ORDER = {name: index for index, name in enumerate(MEASURES)}
+
+
+def function_changes(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
+    """What differs between two runs of one function, in :data:`MEASURES`' order."""
+    return [
+        change
+        for row in MEASURES.values()
+        if row.of_function is not None
+        for change in row.of_function(name, base, head)
+    ]
+
+
 def test_changes(base: TestFigures, head: TestFigures, seconds: float) -> list[Change]:
     """What differs between a test's two runs, worst measures first."""
     found: list[Change] = []
-    if head.recompiles != base.recompiles:
-        found.append(Change("recompiles", None, base.recompiles, head.recompiles))
+    for row in MEASURES.values():
+        if row.of_test is not None:
+            found += row.of_test(base, head, seconds)
     for name in sorted(set(base.functions) | set(head.functions)):
-        found += _function_changes(
+        found += function_changes(
             name,
             base.functions.get(name, FunctionFigures()),
             head.functions.get(name, FunctionFigures()),
         )
-    found += _break_changes(base.breaks, head.breaks)
-    if abs(head.compile_seconds - base.compile_seconds) >= seconds:
-        found.append(Change("compile-seconds", None, base.compile_seconds, head.compile_seconds))
-    return sorted(found, key=lambda c: (MEASURES.index(c.measure), c.function or ""))
+    return sorted(found, key=lambda c: (_ORDER[c.measure], c.function or ""))
 
 
 @dataclass
@@ -316,35 +416,13 @@ class Comparison:
         return "; ".join(parts) + tail
 
 
-# How a measure's amount reads: (one, many).
-_NOUNS = {
-    "recompiles": ("recompile", "recompiles"),
-    "cache-entries": ("cache entry", "cache entries"),
-    "guards": ("guard", "guards"),
-    "graph-breaks": ("graph break", "graph breaks"),
-    "limit-hits": ("recompile_limit hit", "recompile_limit hits"),
-    "uncovered": ("uncovered point", "uncovered points"),
-}
-
-
 def _amounts(totals: dict[str, tuple[float, int]], word: str) -> str:
     """``2 more recompiles (1 test), new guards (1 test)``."""
-    shown = []
-    for measure in MEASURES:
-        if measure not in totals:
-            continue
-        amount, tests = totals[measure]
-        if measure == "compile-seconds":
-            figure = f"{amount:.2f} s {'more' if word == 'more' else 'less'} compiling"
-        elif measure == "guard-check":
-            figure = f"{'slower' if word == 'more' else 'faster'} guard checks"
-        elif amount:
-            one, many = _NOUNS[measure]
-            figure = f"{int(amount)} {word} {one if amount == 1 else many}"
-        else:
-            figure = f"new {_NOUNS[measure][1]}"  # guards: new kinds or values, not more
-        shown.append(f"{figure} ({plural(tests, 'test')})")
-    return ", ".join(shown)
+    return ", ".join(
+        f"{row.total(totals[name][0], word == 'more')} ({plural(totals[name][1], 'test')})"
+        for name, row in MEASURES.items()
+        if name in totals
+    )
 
 
 def _shown(value: Any) -> Any:

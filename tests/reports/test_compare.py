@@ -421,11 +421,15 @@ def test_a_report_without_a_required_field_is_one_line(
 
 
 def test_a_graph_break_replaced_by_another_is_worse() -> None:
-    from pytest_recompile.reports.compare import _break_changes
+    from pytest_recompile.reports.compare import TestFigures, test_changes
 
-    (replaced,) = _break_changes({"a.py:1 in f": "print"}, {"a.py:9 in f": "data-dependent"})
+    def breaks(sites: dict[str, str]) -> TestFigures:
+        return TestFigures("passed", 0, 0.0, sites, 0, {})
+
+    before = breaks({"a.py:1 in f": "print"})
+    (replaced,) = test_changes(before, breaks({"a.py:9 in f": "data-dependent"}), 1.0)
     assert replaced.worse
-    (moved,) = _break_changes({"a.py:1 in f": "print"}, {"a.py:2 in f": "print"})
+    (moved,) = test_changes(before, breaks({"a.py:2 in f": "print"}), 1.0)
     assert not moved.worse
     assert not moved.better
 
@@ -484,10 +488,10 @@ def test_uncovered_points_and_slower_guard_checks_are_changes() -> None:
     from pytest_recompile.reports.compare import (
         DEFAULT_FAIL_ON,
         FunctionFigures,
-        _function_changes,
+        function_changes,
     )
 
-    (change,) = _function_changes("f", FunctionFigures(uncovered=0), FunctionFigures(uncovered=2))
+    (change,) = function_changes("f", FunctionFigures(uncovered=0), FunctionFigures(uncovered=2))
     assert (change.measure, change.worse, change.text()) == (
         "uncovered",
         True,
@@ -495,16 +499,16 @@ def test_uncovered_points_and_slower_guard_checks_are_changes() -> None:
     )
     assert "uncovered" in DEFAULT_FAIL_ON
     assert "guard-check" not in DEFAULT_FAIL_ON
-    noise = _function_changes("f", FunctionFigures(check_us=2.0), FunctionFigures(check_us=2.8))
+    noise = function_changes("f", FunctionFigures(check_us=2.0), FunctionFigures(check_us=2.8))
     assert noise == []  # under 1.5 times
-    tiny = _function_changes("f", FunctionFigures(check_us=0.4), FunctionFigures(check_us=0.9))
+    tiny = function_changes("f", FunctionFigures(check_us=0.4), FunctionFigures(check_us=0.9))
     assert tiny == []  # under a microsecond
-    (slower,) = _function_changes(
+    (slower,) = function_changes(
         "f", FunctionFigures(check_us=20.0), FunctionFigures(check_us=61.0)
     )
     assert (slower.measure, slower.worse) == ("guard-check", True)
     assert slower.text() == "guard check 20 us -> 61 us per call"
-    (faster,) = _function_changes(
+    (faster,) = function_changes(
         "f", FunctionFigures(check_us=61.0), FunctionFigures(check_us=20.0)
     )
     assert faster.better
