@@ -31,6 +31,7 @@ REPORT_FORMATS = ("text", "markdown", "github")
 
 
 def _measures(text: str) -> tuple[str, ...]:
+    """``--fail-on``: comma-separated names of ``compare.MEASURES``."""
     names = tuple(part.strip() for part in text.split(",") if part.strip())
     unknown = [name for name in names if name not in compare.MEASURES]
     if unknown or not names:
@@ -42,6 +43,7 @@ def _measures(text: str) -> tuple[str, ...]:
 
 
 def _seconds(text: str) -> float:
+    """``--seconds``: a number of seconds >= 0."""
     try:
         value = float(text)
     except ValueError:
@@ -52,6 +54,7 @@ def _seconds(text: str) -> float:
 
 
 def _count(text: str) -> int:
+    """``--durations``: a whole number, 0 for all (the plugin's own rule)."""
     from .model.budget import count_value
 
     value = count_value(text)
@@ -61,6 +64,8 @@ def _count(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
+    """The commands and their options; each option's type checks its value and says what is
+    accepted."""
     top = argparse.ArgumentParser(prog=PROG, description="Commands of the pytest-recompile plugin.")
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     compare_parser = commands.add_parser(
@@ -177,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Run the command; bad input (:class:`InputError`) or an unwritable output: one line on
+    stderr and :data:`BAD_INPUT`."""
     command = args.command
     try:
         if command == "compare":
@@ -213,10 +220,12 @@ def _load_comparable(path: str) -> RunResults:
 
 
 def _loaded(paths: list[str]) -> list[tuple[str, RunResults]]:
+    """Each report, loaded and checked, with its path."""
     return [(path, load_report(path)) for path in paths]
 
 
 def _combined(paths: list[str]) -> RunResults:
+    """The run the reports make: one report as it is, several combined."""
     from .reports.combine import combine
 
     runs = _loaded(paths)
@@ -224,6 +233,7 @@ def _combined(paths: list[str]) -> RunResults:
 
 
 def _combine(args: argparse.Namespace) -> int:
+    """``combine``: write the combined report, and say what was combined."""
     import os
 
     from .model.text import plural
@@ -257,6 +267,8 @@ def _combine(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace, base: RunResults, head: RunResults) -> int:
+    """``compare``: print the comparison; :data:`FAILED` where HEAD is worse on a measure
+    ``--fail-on`` names."""
     found = compare.compare(
         base,
         head,
@@ -270,6 +282,8 @@ def _compare(args: argparse.Namespace, base: RunResults, head: RunResults) -> in
 
 
 def _report(args: argparse.Namespace, run: RunResults) -> int:
+    """``report``: print the run's summary; :data:`FAILED` where the run fails the gate
+    (:meth:`RunResults.gate_failures`)."""
     from .reports.ci import annotation_lines, markdown_summary
     from .reports.terminal import run_lines
 
@@ -289,6 +303,9 @@ def _report(args: argparse.Namespace, run: RunResults) -> int:
 
 
 def _baseline(args: argparse.Namespace, run: RunResults) -> int:
+    """``baseline``: update the baseline from the run, unless the run refuses it
+    (:meth:`RunResults.baseline_refusal`); :data:`FAILED` where a broken rule remains that no
+    baseline absorbs."""
     import os
 
     from .reports.baseline import read_baseline_document, unabsorbed, update_baseline
