@@ -5,7 +5,7 @@ backend), each in a fresh process.
     python benchmarks/certificate.py            # about a minute on 2 cores
     python benchmarks/certificate.py --quick    # one repetition, to check that it runs
 
-``benchmarks/run.py --only certificate`` (benchmark 17) runs the same with an interval and a
+``benchmarks/run.py --only certificate`` runs the same with an interval and a
 target: B/A, the certificate's seconds over the warm-up's, under 0.5; and 10,000 points in under
 1 s (the seconds are printed beside the ratio).
 """

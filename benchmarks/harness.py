@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from suites import write_gated_suite
-
 LAUNCHER = """
 import json, os, resource, sys
 import pytest
@@ -69,6 +67,7 @@ class Result:
     b: list[float]
     target: float
     unit: str = "s"
+    notes: list[str] = field(default_factory=list)  # lines printed after the table
 
     @property
     def ratio(self) -> float:
@@ -210,35 +209,46 @@ def junit_seconds(path: Path) -> float:
     return float(case.get("time", "nan"))
 
 
-@dataclass
-class Bench:
-    """What every benchmark reads: the options, the sizes, and the folders of the suites,
-    each written the first time a benchmark asks for it."""
+@dataclass(frozen=True)
+class Options:
+    """What every benchmark reads: the run's options and the sizes of the suites. Each
+    benchmark writes its suites in a folder of its own under ``root``."""
 
     quick: bool
-    reps: int
-    base: str | None
+    reps_given: int | None  # --reps
+    base: str | None  # --base: the revision the guards benchmark compares with
     root: Path
-    sizes: dict[str, int]
-    backend: str
-    verdict_reps: int
-    model_reps: int
-    written: dict[str, Path] = field(default_factory=dict)
-    gated_memory: tuple[list[float], list[float]] | None = None  # benchmark 2's peak RSS
-    added_ms: float | None = None  # benchmark 2: milliseconds added per gated test
-    breakdown: list[tuple[str, float]] | None = None  # benchmark 2: where they go
+
+    def reps_or(self, default: int) -> int:
+        """``--reps`` where given; else one (``--quick``) or ``default``."""
+        return self.reps_given or (1 if self.quick else default)
+
+    @property
+    def reps(self) -> int:
+        """The repetitions per variant of a suite, 7 by default."""
+        return self.reps_or(7)
+
+    @property
+    def backend(self) -> str:
+        return "eager" if self.quick else "inductor"
+
+    @property
+    def gated_tests(self) -> int:
+        return 10 if self.quick else 100
+
+    @property
+    def calls(self) -> int:
+        """Calls of its compiled function per test of the gated suite."""
+        return 5 if self.quick else 50
+
+    @property
+    def hot_calls(self) -> int:
+        return 2000 if self.quick else 20000
 
     def suite(self, name: str, write: Callable[[Path], None]) -> Path:
-        """The folder of suite ``name`` (with the launcher), written once."""
-        if name not in self.written:
-            where = self.root / name
-            where.mkdir()
-            (where / "launcher.py").write_text(LAUNCHER)
-            write(where)
-            self.written[name] = where
-        return self.written[name]
-
-    def gated(self) -> Path:
-        return self.suite(
-            "gated", lambda d: write_gated_suite(d, self.sizes["gated_tests"], self.sizes["calls"])
-        )
+        """A new folder ``name`` with the launcher, and the suite ``write`` puts there."""
+        where = self.root / name
+        where.mkdir()
+        (where / "launcher.py").write_text(LAUNCHER)
+        write(where)
+        return where

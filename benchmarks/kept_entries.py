@@ -9,7 +9,7 @@ guard that compares the call's backend with the entry's (torch checks that on it
 not on that one). Variant A calls a function whose entry sits in torch's own list; variant B
 an identical function whose entry a module fixture compiled and isolation kept. Blocks of 500
 calls alternate ABBA inside one test, in ``--reps`` fresh pytest processes; the ratio of the
-medians B/A is reported. ``benchmarks/run.py --only kept`` (benchmark 16) runs the same with
+medians B/A is reported. ``benchmarks/run.py --only kept`` runs the same with
 an interval and a target.
 """
 

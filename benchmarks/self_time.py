@@ -1,4 +1,4 @@
-"""The plugin's own time per gated test, measured in situ on the fast suite (benchmark 14).
+"""The plugin's own time per gated test, in situ on the fast suite of ``run.py --only fast``.
 
     python benchmarks/self_time.py                  # 1,500 tests, this checkout (a minute)
     python benchmarks/self_time.py --base REV       # and the plugin at REV, side by side

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,12 +29,12 @@ def test_benchmark_quick_mode_runs() -> None:
     assert [name.removeprefix("(no target) ").split(":")[0] for name in names] == [
         "start-up",
         "gated suite",
+        "memory",
         "hot path (sentinel",
         "kept-entry call",
         "certificate",
         "fail-fast saving",
         "the same, warm compile cache",
-        "memory",
         "warmed in a module fixture",
         "first called inside the tests",
         "built and compiled in each test",
@@ -98,3 +100,30 @@ def test_shards_benchmark_quick_mode_runs() -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")][1:]
     assert [row.split("|")[1].split()[0] for row in rows] == ["combine", "report", "compare"]
+
+
+def listed() -> dict[str, str]:
+    """``run.py --list``: each benchmark's names, and the line that says what it measures."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--list"], capture_output=True, text=True, check=True
+    )
+    return {
+        line.split("  ")[0]: line.split("  ", 1)[1].strip()
+        for line in proc.stdout.splitlines()
+        if not line.startswith(" ")
+    }
+
+
+def test_the_list_names_every_benchmark_module() -> None:
+    """Each ``bench_*.py`` is a benchmark: ``--list`` gives its ``NAME`` (and the other names
+    ``--only`` takes for it) and the first line of its docstring."""
+    found = listed()
+    modules = sorted(BENCH.parent.glob("bench_*.py"))
+    assert len(found) == len(modules), found
+    for path in modules:
+        source = path.read_text()
+        (name,) = re.findall(r'^NAME = "(\w+)"$', source, re.MULTILINE)
+        summary = (ast.get_docstring(ast.parse(source)) or "").splitlines()[0]
+        entry = next(names for names in found if names.split(", ")[0] == name)
+        assert found[entry] == summary, path
+    assert "memory" in next(names for names in found if names.startswith("gated"))
