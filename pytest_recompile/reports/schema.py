@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -51,6 +52,12 @@ def _at(path: str) -> str:
     return path or "the document"
 
 
+def _is_member(value: Any, members: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether ``value`` is one of ``members`` by value and JSON type: ``True`` is not ``1``,
+    as for jsonschema."""
+    return any(value == member and type(value) is type(member) for member in members)
+
+
 class _Compiler:
     def __init__(self, root: dict[str, Any]) -> None:
         self.root = root
@@ -87,8 +94,8 @@ class _Compiler:
             checks.append(
                 lambda v, p: (
                     None
-                    if v == const and type(v) is type(const)
-                    else f"{p}: expected {json.dumps(const)}, got {json.dumps(v)[:60]}"
+                    if _is_member(v, (const,))
+                    else f"{_at(p)}: expected {json.dumps(const)}, got {json.dumps(v)[:60]}"
                 )
             )
         if "enum" in node:
@@ -96,7 +103,7 @@ class _Compiler:
             checks.append(
                 lambda v, p: (
                     None
-                    if v in enum
+                    if _is_member(v, enum)
                     else f"{_at(p)}: expected one of {', '.join(map(json.dumps, enum))}, got "
                     f"{json.dumps(v)[:60]}"
                 )
@@ -105,7 +112,7 @@ class _Compiler:
             low = node["minimum"]
             checks.append(
                 lambda v, p: (
-                    f"{p}: expected at least {low}, got {v}"
+                    f"{_at(p)}: expected at least {low}, got {v}"
                     if _TYPES["number"](v) and v < low
                     else None
                 )
@@ -117,7 +124,7 @@ class _Compiler:
                 found = [check(value, path) for check in options]
                 if sum(f is None for f in found) == 1:
                     return None
-                return next((f for f in found if f is not None), f"{path}: ambiguous")
+                return next((f for f in found if f is not None), f"{_at(path)}: ambiguous")
 
             checks.append(one_of)
         if "properties" in node or "required" in node or "additionalProperties" in node:
@@ -191,6 +198,7 @@ class _Source:
         self.root = root
         self.functions: dict[str, list[str]] = {}
         self.constants: dict[str, object] = {}
+        self.refs: dict[str, str] = {}
         self.names = 0
 
     def name(self, prefix: str) -> str:
@@ -213,7 +221,10 @@ class _Source:
         node: Any = self.root
         for part in pointer.removeprefix("#/").split("/"):
             node = node[part]
-        return self.function(node, "d_" + pointer.rsplit("/", 1)[-1])
+        if pointer not in self.refs:  # a name of its own, and a Python one
+            last = re.sub(r"[^0-9A-Za-z_]", "_", pointer.rsplit("/", 1)[-1])
+            self.refs[pointer] = self.name(f"d_{last}_")
+        return self.function(node, self.refs[pointer])
 
     def statements(self, node: dict[str, Any], v: str, depth: int) -> list[str]:
         pad = "    " * depth
@@ -230,7 +241,12 @@ class _Source:
                 f"{pad}if not ({v} == {const} and type({v}) is type({const})): return False"
             )
         if "enum" in node:
-            lines.append(f"{pad}if {v} not in {self.constant(tuple(node['enum']))}: return False")
+            enum = node["enum"]
+            if all(type(member) is str for member in enum):  # only a str equals a str
+                lines.append(f"{pad}if {v} not in {self.constant(tuple(enum))}: return False")
+            else:
+                members = self.constant(tuple((type(member), member) for member in enum))
+                lines.append(f"{pad}if (type({v}), {v}) not in {members}: return False")
         if "minimum" in node:
             low = node["minimum"]
             lines.append(f"{pad}if type({v}) in (int, float) and {v} < {low!r}: return False")
