@@ -1,12 +1,30 @@
 """Checking a JSON document against the report's schema (``report.schema.json``), as every
 reader of a report does before it trusts a field: the first place that does not fit, named.
 
-The subset of JSON Schema the schema uses (``type``, ``const``, ``enum``, ``minimum``,
-``required``, ``properties``, ``additionalProperties``, ``items``, ``oneOf``, local
-``$ref``), compiled once, twice over: into Python source that only says whether a document
-fits (a 10,000-test report in a fraction of a second: ``benchmarks/shards.py``), and into
-checks that find and name the first field that does not, run only then. The package needs no
-jsonschema; the suite checks the same documents with jsonschema itself.
+The checker implements a closed subset of JSON Schema 2020-12, :data:`KEYWORDS` (``type``,
+``const``, ``enum``, ``minimum``, ``required``, ``properties``, ``additionalProperties``,
+``items``, ``oneOf``, local ``$ref``), and ignores on purpose the annotations of
+:data:`ANNOTATIONS` (``title``, ``description``, ``$comment``, ``$schema``, ``$id``, and
+``$defs``, where ``$ref`` points). A schema with any other keyword (``pattern``, ``anyOf``,
+``maxItems``, ...) is refused when it is compiled (:class:`SchemaError`, naming the keyword and
+where it is), never silently read as if the keyword were not there.
+
+The schema is compiled once, twice over: into Python source that only says whether a document
+fits (:class:`_Fits`; a 10,000-test report in a fraction of a second: ``benchmarks/shards.py``),
+and into checks that find and word the first field that does not (:class:`_Explain`), run only
+then. The package needs no jsonschema.
+
+Where it differs from JSON Schema, it is stricter: an ``integer`` is a JSON integer, so an
+integral float (``1.0``) does not fit one (:data:`INTEGRAL_FLOAT`; jsonschema takes it). Python's
+json never writes ``1.0`` for an int, and the readers rely on getting an int. ``const`` and
+``enum`` values are strings, integers, booleans or null, and match a value of the same JSON
+type only (so ``1.0`` matches no ``1`` either).
+
+``tests/reports/test_schema.py`` holds it to that: it mutates a real report (a required key
+dropped, an unknown key added, a value of each JSON type put in place of another, an enum
+member or a minimum broken) and checks that :func:`report_fits` says what jsonschema's
+``Draft202012Validator`` says of every mutant, but for integral floats, which only jsonschema
+takes, and that the wording names a path of the document exactly when a mutant does not fit.
 """
 
 from __future__ import annotations
@@ -19,12 +37,36 @@ from functools import cache
 from typing import Any
 
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
+"""The report's schema, shipped beside this module."""
+
+KEYWORDS = frozenset(
+    {
+        "type",
+        "const",
+        "enum",
+        "minimum",
+        "required",
+        "properties",
+        "additionalProperties",
+        "items",
+        "oneOf",
+        "$ref",
+    }
+)
+"""The keywords of JSON Schema that the checker implements; any keyword outside these and
+:data:`ANNOTATIONS` is refused when a schema is compiled."""
+
+ANNOTATIONS = frozenset({"title", "description", "$comment", "$schema", "$id", "$defs"})
+"""The keywords the checker reads past on purpose: they say nothing of what fits (``$defs``
+holds the schemas ``$ref`` names, checked for their keywords like any other)."""
 
 INTEGRAL_FLOAT = (
     "an integer field is written without a fraction (1, not 1.0): the one place this "
     "checker is stricter than jsonschema, which takes 1.0 for an integer, since every count "
     "is shown and summed as a whole number"
 )
+"""Why a misfit that jsonschema would take is one: added to the wording of ``1.0`` where an
+integer belongs."""
 
 Check = Callable[[Any, str], "str | None"]
 """A compiled check: the value and its path in; None, or what does not fit at which path."""
@@ -38,6 +80,108 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
 }
+"""Each JSON type of ``type``, as a test of a value that json loaded."""
+
+_SCALARS = (str, int, bool, type(None))
+"""What a ``const`` or an ``enum`` member may be: compared by value and JSON type."""
+
+
+class SchemaError(ValueError):
+    """A schema the checker cannot read as JSON Schema would: a keyword outside
+    :data:`KEYWORDS` and :data:`ANNOTATIONS`, or a keyword's value it does not implement (a
+    remote ``$ref``, a float ``const``), raised when the schema is compiled, with where."""
+
+
+def _pointer(at: str, *parts: str | int) -> str:
+    """The JSON pointer ``at`` (``#/$defs/test``) extended by ``parts``, escaped."""
+    for part in parts:
+        at += "/" + str(part).replace("~", "~0").replace("/", "~1")
+    return at
+
+
+def _resolve(root: dict[str, Any], pointer: str) -> Any:
+    """The part of ``root`` a local ``$ref`` names (``#/$defs/test``)."""
+    if pointer != "#" and not pointer.startswith("#/"):
+        raise SchemaError(f"{pointer!r}: only a local reference (#/...) is implemented")
+    node: Any = root
+    for part in pointer[2:].split("/") if pointer != "#" else ():
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            raise SchemaError(f"{pointer!r} names nothing in the schema")
+    return node
+
+
+def _refuse_beyond_subset(root: Any) -> None:
+    """Raise :class:`SchemaError` where ``root`` or a schema inside it uses JSON Schema beyond
+    what the checker implements: both halves call it before they compile a thing."""
+
+    def walk(at: str, node: Any) -> None:
+        """Check the schema ``node`` at ``at`` and every schema inside it."""
+        if not isinstance(node, dict):
+            raise SchemaError(
+                f"{at}: a schema is an object here (true or false only as "
+                f"additionalProperties), got {json.dumps(node)[:60]}"
+            )
+        for keyword, value in node.items():
+            if keyword not in KEYWORDS and keyword not in ANNOTATIONS:
+                raise SchemaError(
+                    f"{at}: unknown keyword {keyword!r}: the report's schema checker implements "
+                    f"only {', '.join(sorted(KEYWORDS))}, and ignores the annotations "
+                    f"{', '.join(sorted(ANNOTATIONS))}"
+                )
+            problem = _value_problem(root, keyword, value)
+            if problem:
+                raise SchemaError(f"{_pointer(at, keyword)}: {problem}")
+            if keyword in ("properties", "$defs"):
+                for name, sub in value.items():
+                    walk(_pointer(at, keyword, name), sub)
+            elif keyword == "oneOf":
+                for index, option in enumerate(value):
+                    walk(_pointer(at, keyword, index), option)
+            elif keyword == "items" or (
+                keyword == "additionalProperties" and not isinstance(value, bool)
+            ):
+                walk(_pointer(at, keyword), value)
+
+    walk("#", root)
+
+
+def _value_problem(root: Any, keyword: str, value: Any) -> str | None:
+    """What is wrong with ``value`` as the value of ``keyword`` for this checker, or None (a
+    schema inside it is checked on its own)."""
+    said = json.dumps(value)[:60]
+    if keyword == "type":
+        names = value if isinstance(value, list) else [value]
+        if not names or any(not isinstance(name, str) or name not in _TYPES for name in names):
+            return f"expected a JSON type or a list of them, got {said}"
+    elif keyword == "const" and type(value) not in _SCALARS:
+        return f"a const is a string, integer, boolean or null here, got {said}"
+    elif keyword == "enum" and (
+        not isinstance(value, list) or not value or any(type(m) not in _SCALARS for m in value)
+    ):
+        return f"an enum is a list of strings, integers, booleans or null here, got {said}"
+    elif keyword == "minimum" and type(value) not in (int, float):
+        return f"expected a number, got {said}"
+    elif keyword == "required" and (
+        not isinstance(value, list) or any(type(key) is not str for key in value)
+    ):
+        return f"expected a list of names, got {said}"
+    elif keyword in ("properties", "$defs") and not isinstance(value, dict):
+        return f"expected an object of schemas, got {said}"
+    elif keyword == "oneOf" and (not isinstance(value, list) or not value):
+        return f"expected a list of schemas, got {said}"
+    elif keyword == "$ref":
+        if not isinstance(value, str):
+            return f"expected a local reference, got {said}"
+        try:
+            _resolve(root, value)
+        except SchemaError as error:
+            return str(error)
+    return None
 
 
 def _name(value: Any) -> str:
@@ -49,30 +193,41 @@ def _name(value: Any) -> str:
 
 
 def _at(path: str) -> str:
+    """The document's ``path`` as a message names it: the top is "the document"."""
     return path or "the document"
 
 
 def _is_member(value: Any, members: list[Any] | tuple[Any, ...]) -> bool:
-    """Whether ``value`` is one of ``members`` by value and JSON type: ``True`` is not ``1``,
-    as for jsonschema."""
+    """Whether ``value`` is one of ``members`` (scalars) by value and JSON type: ``True`` is
+    not ``1``, ``1.0`` is not ``1``, as for jsonschema (bar the integral float)."""
     return any(value == member and type(value) is type(member) for member in members)
 
 
-class _Compiler:
+class _Explain:
+    """The schema as checks that word what does not fit: the first misfit of a document, at
+    its path (``tests[0].recompiles: expected integer, got null``). Run only on a document
+    :class:`_Fits` said no to, and bound to say no where it does."""
+
     def __init__(self, root: dict[str, Any]) -> None:
+        """Compile nothing yet; refuse a schema beyond the subset (:class:`SchemaError`)."""
+        _refuse_beyond_subset(root)
         self.root = root
         self.refs: dict[str, Check] = {}
 
+    def build(self) -> Check:
+        """The check of a whole document (its path: "")."""
+        return self.compile(self.root)
+
     def ref(self, pointer: str) -> Check:
+        """The check of the schema ``$ref`` ``pointer`` names, compiled once (a cycle of
+        references reaches the check while it is compiled, and calls it once it is)."""
         if pointer not in self.refs:
             self.refs[pointer] = lambda value, path: self.refs[pointer](value, path)  # a cycle
-            node: Any = self.root
-            for part in pointer.removeprefix("#/").split("/"):
-                node = node[part]
-            self.refs[pointer] = self.compile(node)
+            self.refs[pointer] = self.compile(_resolve(self.root, pointer))
         return self.refs[pointer]
 
     def compile(self, node: dict[str, Any]) -> Check:
+        """The check of the schema ``node``: each keyword's in turn, the first misfit told."""
         checks: list[Check] = []
         if "$ref" in node:
             checks.append(self.ref(node["$ref"]))
@@ -82,6 +237,7 @@ class _Compiler:
             said = " or ".join(names)
 
             def typed(value: Any, path: str) -> str | None:
+                """``type``: the value's JSON type is one of ``names``."""
                 if any(test(value) for test in tests):
                     return None
                 if "integer" in names and isinstance(value, float) and value.is_integer():
@@ -121,6 +277,7 @@ class _Compiler:
             options = [self.compile(option) for option in node["oneOf"]]
 
             def one_of(value: Any, path: str) -> str | None:
+                """``oneOf``: exactly one option fits; else the first option's misfit."""
                 found = [check(value, path) for check in options]
                 if sum(f is None for f in found) == 1:
                     return None
@@ -133,6 +290,7 @@ class _Compiler:
             item = self.compile(node["items"])
 
             def items(value: Any, path: str) -> str | None:
+                """``items``: every item of an array fits (``path[index]``)."""
                 if isinstance(value, list):
                     for index, one in enumerate(value):
                         found = item(one, f"{path}[{index}]")
@@ -145,6 +303,7 @@ class _Compiler:
             return checks[0]
 
         def every(value: Any, path: str) -> str | None:
+            """All of ``checks``: the first misfit, or None."""
             for check in checks:
                 found = check(value, path)
                 if found is not None:
@@ -154,6 +313,9 @@ class _Compiler:
         return every
 
     def _object(self, node: dict[str, Any]) -> Check:
+        """The check of an object's keywords (``required``, ``properties``,
+        ``additionalProperties``): a missing key first, then each key in the document's
+        order (``path.key``)."""
         fields = {key: self.compile(sub) for key, sub in node.get("properties", {}).items()}
         required = list(node.get("required", ()))
         closed = node.get("additionalProperties", True) is False
@@ -161,6 +323,7 @@ class _Compiler:
         others = self.compile(extra) if isinstance(extra, dict) else None
 
         def obj(value: Any, path: str) -> str | None:
+            """The object's keywords on ``value``, where it is an object."""
             if not isinstance(value, dict):
                 return None  # "type" says so
             for key in required:
@@ -188,13 +351,16 @@ _TYPE_TESTS = {
     "boolean": "type({v}) is bool",
     "null": "{v} is None",
 }
+"""Each JSON type of ``type``, as source that tests the variable ``{v}``."""
 
 
-class _Source:
-    """The schema as Python source: one function per ``$defs`` entry and per ``oneOf``
-    option, each returning whether its value fits (no message: :class:`_Compiler` words it)."""
+class _Fits:
+    """The schema as Python source: one function per ``$ref`` target and per ``oneOf``
+    option, each returning whether its value fits (no message: :class:`_Explain` words it)."""
 
     def __init__(self, root: dict[str, Any]) -> None:
+        """Compile nothing yet; refuse a schema beyond the subset (:class:`SchemaError`)."""
+        _refuse_beyond_subset(root)
         self.root = root
         self.functions: dict[str, list[str]] = {}
         self.constants: dict[str, object] = {}
@@ -202,15 +368,18 @@ class _Source:
         self.names = 0
 
     def name(self, prefix: str) -> str:
+        """A new name of the source: ``prefix`` and a number no other name has."""
         self.names += 1
         return f"{prefix}{self.names}"
 
     def constant(self, value: object) -> str:
+        """The name the source reads ``value`` by (a set of keys, an enum's members)."""
         name = self.name("C")
         self.constants[name] = value
         return name
 
     def function(self, node: dict[str, Any], name: str | None = None) -> str:
+        """The name of the function that says whether a value fits ``node``, written once."""
         name = name or self.name("f")
         if name not in self.functions:
             self.functions[name] = []  # a cycle reaches the name before its body
@@ -218,15 +387,16 @@ class _Source:
         return name
 
     def ref(self, pointer: str) -> str:
-        node: Any = self.root
-        for part in pointer.removeprefix("#/").split("/"):
-            node = node[part]
-        if pointer not in self.refs:  # a name of its own, and a Python one
+        """The name of the function of the schema ``$ref`` ``pointer`` names
+        (``d_test_4`` for ``#/$defs/test``)."""
+        if pointer not in self.refs:
             last = re.sub(r"[^0-9A-Za-z_]", "_", pointer.rsplit("/", 1)[-1])
             self.refs[pointer] = self.name(f"d_{last}_")
-        return self.function(node, self.refs[pointer])
+        return self.function(_resolve(self.root, pointer), self.refs[pointer])
 
     def statements(self, node: dict[str, Any], v: str, depth: int) -> list[str]:
+        """The lines, indented ``depth`` levels, that return False where the variable ``v``
+        does not fit ``node`` (none where ``node`` says nothing)."""
         pad = "    " * depth
         lines: list[str] = []
         if "$ref" in node:
@@ -264,6 +434,8 @@ class _Source:
         return lines
 
     def _object(self, node: dict[str, Any], v: str, depth: int) -> list[str]:
+        """The lines of an object's keywords (``required``, ``properties``,
+        ``additionalProperties``) on ``v``, where it is a dict."""
         pad = "    " * depth
         fields = node.get("properties", {})
         lines = [f"{pad}if type({v}) is dict:"]
@@ -295,6 +467,7 @@ class _Source:
         return lines if len(lines) > 1 else []
 
     def build(self) -> Callable[[Any], bool]:
+        """Whether a whole document fits: the source written, compiled and run once."""
         top = self.function(self.root, "report")
         source = "\n".join(
             f"def {name}(v):\n" + "\n".join(body) for name, body in self.functions.items()
@@ -307,6 +480,7 @@ class _Source:
 
 @cache
 def _schema() -> dict[str, Any]:
+    """The report's schema, read once from :data:`SCHEMA_FILE`."""
     with open(SCHEMA_FILE, encoding="utf-8") as handle:
         schema: dict[str, Any] = json.load(handle)
     return schema
@@ -315,13 +489,13 @@ def _schema() -> dict[str, Any]:
 @cache
 def report_fits() -> Callable[[Any], bool]:
     """Whether a document fits the report schema: the schema's source, compiled once."""
-    return _Source(_schema()).build()
+    return _Fits(_schema()).build()
 
 
 @cache
 def report_check() -> Check:
     """What does not fit the report schema, and where: compiled once, run on a misfit."""
-    return _Compiler(_schema()).compile(_schema())
+    return _Explain(_schema()).build()
 
 
 def misfit(document: Any) -> str | None:
