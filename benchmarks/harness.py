@@ -3,8 +3,10 @@ medians, spreads and the 95% interval of B/A, and the callgrind counts of start-
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import platform
 import re
 import statistics
 import subprocess
@@ -252,3 +254,64 @@ class Options:
         (where / "launcher.py").write_text(LAUNCHER)
         write(where)
         return where
+
+
+def record(results: list[Result], argv: list[str], torch_version: str) -> dict[str, object]:
+    """A run's results as JSON: where and on what it ran, and each row's figures."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
+    changed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    rows = []
+    for r in results:
+        low, high = r.interval
+        rows.append(
+            {
+                "name": r.name,
+                "a_label": r.a_label,
+                "b_label": r.b_label,
+                "unit": r.unit,
+                "reps": r.reps,
+                "a": r.a,
+                "b": r.b,
+                "a_median": statistics.median(r.a),
+                "b_median": statistics.median(r.b),
+                "a_spread": spread(r.a),
+                "b_spread": spread(r.b),
+                "ratio": r.ratio,
+                "interval": [low, high],
+                "target": None if r.target == float("inf") else r.target,
+                "verdict": r.verdict,
+                "notes": r.notes,
+            }
+        )
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit,
+        "uncommitted_changes": bool(changed.strip()),
+        "command": argv,
+        "machine": {
+            "system": platform.system(),
+            "machine": platform.machine(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "torch": torch_version,
+        },
+        "rows": rows,
+    }
+
+
+def write_json(path: Path, run: dict[str, object]) -> None:
+    """``run`` (:func:`record`) as JSON, one row a line: a file to read and to diff."""
+    rows = run["rows"]
+    assert isinstance(rows, list)
+    head = json.dumps({k: v for k, v in run.items() if k != "rows"}, indent=1)
+    lines = ",\n".join(f"  {json.dumps(row, ensure_ascii=False)}" for row in rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'{head[:-2]},\n "rows": [\n{lines}\n ]\n}}\n')

@@ -4,6 +4,7 @@
     python benchmarks/run.py --quick       # one small repetition of each, to check that it runs
     python benchmarks/run.py --list        # each benchmark's name, what it measures, its targets
     python benchmarks/run.py --only NAME   # one benchmark alone
+    python benchmarks/run.py --json PATH   # and its results as JSON (a full run: results/)
 
 Each benchmark runs a variant A (the plugin off, or not asked for) and a variant B (the plugin
 on) in the same session, interleaved (A B B A A B ...), each in a fresh pytest process, and
@@ -14,7 +15,8 @@ bound is within the target, NO where its lower bound is beyond, inconclusive oth
 
 The benchmarks are the modules ``benchmarks/bench_*.py``, each described by its docstring (the
 first line is what ``--list`` prints), with its ``NAME`` (what ``--only`` takes), ``TITLE``,
-``TARGETS`` and ``run(options)``, which returns its rows.
+``TARGETS`` and ``run(options)``, which returns its rows. A full run writes its results, with
+the machine, torch's version and the commit, to ``benchmarks/results/<date>_<commit>.json``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-from harness import Options, Result, spread
+from harness import Options, Result, record, spread, write_json
 
 HERE = Path(__file__).resolve().parent
 # The order a full run takes them in; a module not named here runs after these.
@@ -74,6 +76,10 @@ def main() -> int:
         "--base", default=None, metavar="REV",
         help="the git revision the guards benchmark compares with, checked out beside",
     )  # fmt: skip
+    parser.add_argument(
+        "--json", default=None, type=Path, metavar="PATH",
+        help="write the results there as JSON (a full run: benchmarks/results/DATE_COMMIT.json)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.list:
         print("\n".join(listing(found)))
@@ -88,21 +94,29 @@ def main() -> int:
         for index, module in enumerate(chosen, 1):
             print(f"{index}/{len(chosen)} {module.TITLE} (--only {module.NAME})", file=sys.stderr)
             results += module.run(options)
-    print_table(results, options.reps, args.quick)
+    import torch  # only for its version string
+
+    print_table(results, options.reps, args.quick, torch.__version__)
+    run = record(results, sys.argv, torch.__version__)
+    path = args.json
+    if path is None and args.only is None and not args.quick:
+        commit = str(run["commit"])[:7] or "unknown"
+        path = HERE / "results" / f"{datetime.date.today().isoformat()}_{commit}.json"
+    if path is not None:
+        write_json(path, run)
+        print(f"results written to {path}", file=sys.stderr)
     short = [r.name for r in results if not r.met]
     if short and not args.quick:
         print(f"\nnot met by the interval (NO or inconclusive): {'; '.join(short)}")
     return 0 if args.quick or not short else 1
 
 
-def print_table(results: list[Result], reps: int, quick: bool) -> None:
-    import torch  # only for its version string
-
+def print_table(results: list[Result], reps: int, quick: bool, torch_version: str) -> None:
     cores = os.cpu_count()
     print(
         f"pytest-recompile benchmarks, {datetime.date.today().isoformat()}: "
         f"{platform.system()} {platform.machine()}, {cores} cores, Python "
-        f"{platform.python_version()}, torch {torch.__version__}; {reps} interleaved "
+        f"{platform.python_version()}, torch {torch_version}; {reps} interleaved "
         f"repetitions per variant unless a row says otherwise (reps: its repetitions or "
         f"blocks); verdict from the interval: met where its upper bound is within the target"
         + (" (QUICK: sizes reduced, ratios not meaningful)" if quick else "")

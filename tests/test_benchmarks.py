@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -127,3 +128,21 @@ def test_the_list_names_every_benchmark_module() -> None:
         entry = next(names for names in found if names.split(", ")[0] == name)
         assert found[entry] == summary, path
     assert "memory" in next(names for names in found if names.startswith("gated"))
+
+
+def test_a_run_is_written_as_json_one_row_a_line(tmp_path: Path) -> None:
+    harness = load_harness()
+    rows = [
+        harness.Result("r: x", "A", "B", [1.0, 1.1, 0.9], [1.0, 1.2, 1.1], 1.05, notes=["n"]),
+        harness.Result("s", "A", "B", [2.0], [1.0], float("inf"), unit="MiB"),
+    ]
+    run = harness.record(rows, ["run.py", "--quick"], "2.13.0")
+    harness.write_json(tmp_path / "results" / "run.json", run)
+    text = (tmp_path / "results" / "run.json").read_text()
+    assert json.loads(text) == json.loads(json.dumps(run))
+    assert set(run["machine"]) == {"system", "machine", "cores", "python", "torch"}
+    assert len(run["commit"]) == 40
+    first, second = (line for line in text.splitlines() if line.startswith('  {"name"'))
+    assert json.loads(first.rstrip(","))["verdict"] == rows[0].verdict
+    assert json.loads(first.rstrip(","))["interval"] == list(rows[0].interval)
+    assert (json.loads(second)["target"], json.loads(second)["verdict"]) == (None, "-")
