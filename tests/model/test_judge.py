@@ -11,9 +11,9 @@ from pytest_recompile.model.messages import (
     EAGER_FALLBACK,
     STOPPED,
     failure_message,
-    relative,
     violation_result,
 )
+from pytest_recompile.model.names import relative
 from pytest_recompile.model.records import FunctionRecord, Recompile
 from pytest_recompile.reports.terminal import terminal_lines
 
