@@ -1,4 +1,6 @@
-"""The benchmark is not a test; this only checks that its quick mode runs end to end."""
+"""The benchmarks are not tests: these check that their quick mode runs end to end, that
+``run.py --list``, the benchmark modules and benchmarks/README.md agree, how a verdict is read
+from an interval, and how a run is written as JSON."""
 
 from __future__ import annotations
 
@@ -12,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytestmark = pytest.mark.subprocess  # runs the benchmark's quick mode: a minute or two
+from docblocks import checked_blocks
 
 BENCH = Path(__file__).parent.parent / "benchmarks" / "run.py"
 
 
+@pytest.mark.subprocess  # the benchmark's quick mode: a minute or two
 def test_benchmark_quick_mode_runs() -> None:
     proc = subprocess.run(
         [sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, check=False
@@ -93,6 +95,7 @@ def test_a_verdict_comes_from_the_interval(b: list[float], verdict: str) -> None
     assert run.ratio_interval(a, b) == run.ratio_interval(a, b)  # one seed: reproducible
 
 
+@pytest.mark.subprocess
 def test_shards_benchmark_quick_mode_runs() -> None:
     script = BENCH.parent / "shards.py"
     proc = subprocess.run(
@@ -146,3 +149,24 @@ def test_a_run_is_written_as_json_one_row_a_line(tmp_path: Path) -> None:
     assert json.loads(first.rstrip(","))["verdict"] == rows[0].verdict
     assert json.loads(first.rstrip(","))["interval"] == list(rows[0].interval)
     assert (json.loads(second)["target"], json.loads(second)["verdict"]) == (None, "-")
+
+
+def test_the_readme_lists_every_benchmark(request: pytest.FixtureRequest) -> None:
+    """benchmarks/README.md's list of the benchmarks is what ``run.py --list`` prints: their
+    names, descriptions and targets come from the modules, and cannot disagree with them."""
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--list"], capture_output=True, text=True, check=True
+    )
+    (block,) = checked_blocks(request)
+    assert block.text == proc.stdout
+
+
+def test_no_benchmark_file_is_over_400_lines() -> None:
+    """One concern a file: the harness, the suites, a benchmark, a round of results."""
+    files = [p for p in BENCH.parent.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    long = {
+        p.relative_to(BENCH.parent).as_posix(): n
+        for p in files
+        if (n := len(p.read_text().splitlines())) > 400
+    }
+    assert not long, long
