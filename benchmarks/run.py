@@ -69,17 +69,25 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="one small repetition of each")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per variant")
     parser.add_argument(
-        "--only", choices=list(by_name), default=None, metavar="NAME",
+        "--only",
+        choices=list(by_name),
+        default=None,
+        metavar="NAME",
         help=f"run one benchmark alone: {', '.join(by_name)} (--list says what each measures)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--base", default=None, metavar="REV",
+        "--base",
+        default=None,
+        metavar="REV",
         help="the git revision the guards benchmark compares with, checked out beside",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--json", default=None, type=Path, metavar="PATH",
+        "--json",
+        default=None,
+        type=Path,
+        metavar="PATH",
         help="write the results there as JSON (a full run: benchmarks/results/DATE_COMMIT.json)",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     if args.list:
         print("\n".join(listing(found)))
