@@ -295,7 +295,7 @@ def marked(nodes: Iterable[object]) -> Iterator[pytest.Item]:
 
 # The marker hooks below are this module's own, not an object registered at configure: a
 # plugin registered costs pytest a scan of its attributes for hooks and fixtures (about 3 M
-# instructions each, benchmark 1), paid by every run with the plugin installed.
+# instructions each, benchmark `startup`), paid by every run with the plugin installed.
 
 
 @pytest.hookimpl(wrapper=True)

@@ -114,7 +114,7 @@ class SessionResults:
         """Note the report; it is added to the results at the session's end, as nothing
         reads them before. An xdist controller handles every worker's reports on the thread
         that also hands the workers their next tests: decoding and adding each as it came
-        held the workers up (benchmarks/README.md, issue 45's fifth round)."""
+        held the workers up (benchmarks/results/issue-45-self-time.md, the fifth round)."""
         kind = type(report)
         if kind is not pytest.TestReport and kind.__name__.lower() == "subtestreport":
             return  # a subtest's: the test's own reports carry its figures

@@ -6,7 +6,7 @@ Declared and read in one module: every pytest run with the plugin installed impo
 modules of its start-up, and pytest loads an installed plugin's modules through its
 assertion-rewriting hook, which reads a module's cached bytecode with ``marshal.load`` from
 the open file, ten times the cost of Python's own loader: about 0.8 M instructions a module
-and 0.15 M a kilobyte of bytecode (benchmark 1). What only a run that asks for something
+and 0.15 M a kilobyte of bytecode (benchmark `startup`). What only a run that asks for something
 runs (the files' checks, the bare flag's rewriting) lives in the modules that run imports."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Settings:
 
     A plain class rather than a dataclass: every pytest run with the plugin installed builds
     this class, asked for or not, and building a frozen dataclass of these fields costs about
-    8 M instructions, a third of the plugin's whole start-up cost (benchmark 1). The class
+    8 M instructions, a third of the plugin's whole start-up cost (benchmark `startup`). The class
     attributes are the defaults; an instance holds what differs."""
 
     default: Rule[int] | None = None  # every test's budget; None: only marked tests are gated

@@ -7,7 +7,7 @@
 # any, runs as it would have.
 #
 # Every child of a gated test runs this, including the many that never import torch, so it is
-# kept to what Python's start-up cannot do without (benchmark 9): comments rather than
+# kept to what Python's start-up cannot do without (benchmark `children`): comments rather than
 # docstrings (less to unmarshal), no class built, no path normalised (site has already made
 # sys.path absolute before it imports this module).
 
