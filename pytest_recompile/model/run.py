@@ -172,9 +172,10 @@ class RunResults:
         return found
 
     def baseline_refusal(self, exit_status: int | None = None) -> str | None:
-        """Why this run's counts must not update a baseline (None: they may): compile was
-        switched off (eager code recompiles nothing, and every entry would be removed); the
-        run did not pass (``exit_status``: a live run's, not 0); the run is incomplete; a
+        """Why this run's counts must not update a baseline (None: they may), the first
+        reason of: compile was switched off (eager code recompiles nothing, and every entry
+        would be removed); the run is incomplete (stopped early, a test without figures, a
+        test no shard ran); the run did not pass (``exit_status``: a live run's, not 0); a
         test's counts are partial (fail-fast stopped it); a test did not pass."""
         off = list(self.disabled)
         if off:
@@ -182,12 +183,12 @@ class RunResults:
                 f"torch.compile was switched off ({'; '.join(off)}): eager code measures nothing, "
                 "and every entry of the tests that ran would be removed"
             )
+        if self.incomplete is not None:
+            return f"the run is incomplete ({self.incomplete})"
         if exit_status is not None and exit_status != 0:
             return (
                 f"the run did not pass (exit status {exit_status}), so its counts may be incomplete"
             )
-        if self.incomplete is not None:
-            return f"the run is incomplete ({self.incomplete})"
         for nodeid, data in self.results():
             if data["stopped_at"] is not None:
                 return (

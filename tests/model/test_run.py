@@ -136,7 +136,7 @@ def test_why_a_baseline_is_not_updated_first_reason_first() -> None:
     assert (off.baseline_refusal(2) or "").startswith(
         "torch.compile was switched off (TORCH_COMPILE_DISABLE=1): eager code measures nothing"
     )
-    assert run_of(incomplete="interrupted").baseline_refusal() == (
+    assert run_of(incomplete="interrupted").baseline_refusal(2) == (
         "the run is incomplete (interrupted)"
     )
     stopped = run_of({"t.py::a": ("failed", result(1, stopped_at={"file": "t.py"}))})
