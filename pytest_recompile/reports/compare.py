@@ -179,8 +179,10 @@ def _recompiles(name: str, base: FunctionFigures, head: FunctionFigures) -> list
     return [Change("recompiles", name, base.recompiles, head.recompiles, failed)]
 
 
-def _counter(field_name: str, measure: str) -> Callable[..., list[Change]]:
-    """A function's measure that is one count: a change where the counts differ."""
+def _counter(measure: str) -> Callable[[str, FunctionFigures, FunctionFigures], list[Change]]:
+    """A function's measure that is one count (the :class:`FunctionFigures` field of its
+    name, ``cache-entries``: ``cache_entries``): a change where the counts differ."""
+    field_name = measure.replace("-", "_")
 
     def changes(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
         old, new = getattr(base, field_name), getattr(head, field_name)
@@ -283,9 +285,7 @@ MEASURES: dict[str, Measure] = {
     "recompiles": Measure(
         "recompile", "recompiles", default=True, of_function=_recompiles, of_test=_test_recompiles
     ),
-    "cache-entries": Measure(
-        "cache entry", "cache entries", of_function=_counter("cache_entries", "cache-entries")
-    ),
+    "cache-entries": Measure("cache entry", "cache entries", of_function=_counter("cache-entries")),
     "guards": Measure("guard", "guards", of_function=_guards),
     "graph-breaks": Measure(
         "graph break", "graph breaks", default=True, of_test=_break_changes, text=_break_text
@@ -294,13 +294,13 @@ MEASURES: dict[str, Measure] = {
         "recompile_limit hit",
         "recompile_limit hits",
         default=True,
-        of_function=_counter("limit_hits", "limit-hits"),
+        of_function=_counter("limit-hits"),
     ),
     "uncovered": Measure(
         "uncovered point",
         "uncovered points",
         default=True,
-        of_function=_counter("uncovered", "uncovered"),
+        of_function=_counter("uncovered"),
     ),
     "guard-check": Measure(
         "guard check",
