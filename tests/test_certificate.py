@@ -156,12 +156,7 @@ def test_bad(recompiles):
     )
 
 
-def test_each_entry_s_guard_check_is_measured_on_its_own_call(run, pytester) -> None:
-    """The median check of each entry's guards on stand-ins of the call that compiled it, in
-    the JSON report and the entry's line; none where the entry no longer accepts that call
-    (a global it guards changed since)."""
-    result = run(
-        """
+MEASURED = """
 step = 0
 
 @torch.compile(backend="eager")
@@ -172,25 +167,62 @@ def f(x):
 def g(x):
     return x + step
 
+class Scale(torch.nn.Module):
+    def forward(self, x):
+        return x * 3
+
 @pytest.mark.max_guards(1)
 def test_measured():
     global step
     f(torch.randn(8, 3))
     g(torch.randn(8, 3))
     step = 1  # g's entry no longer accepts the call that made it
-""",
-        "--recompile-report=r.json",
-    )
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["    guards [[]0/0] * guards *; measured * us per check"])
+    model = torch.compile(Scale(), backend="eager")
+    model(torch.randn(8, 3))
+    ref = weakref.ref(model)
+    del model  # freed before the test ends: no figure is worth keeping it
+    gc.collect()
+    assert ref() is None
+"""
+
+
+def _measured(pytester) -> dict[str, list[float | None]]:
     report = json.loads((pytester.path / "r.json").read_text())
-    measured = {
+    return {
         fn["qualname"]: [e["guard_check_us"] for e in fn["entries"]]
         for fn in report["tests"][0]["functions"]
     }
+
+
+def test_each_entry_s_guard_check_is_measured_on_its_own_call(run, pytester) -> None:
+    """The median check of each entry's guards on the call that compiled it, timed when torch
+    built them (the call's objects alive then, kept by nothing after), in the JSON report and
+    the entry's line: a global it guards that changes later does not take the figure away, and
+    a model the test frees before its end is freed and still measured."""
+    result = run("import gc, weakref\n" + MEASURED, "--recompile-report=r.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["    guards [[]0/0] * guards *; measured * us per check"])
+    measured = _measured(pytester)
+    for name in ("f", "g", "Scale.forward"):
+        (check,) = measured[name]
+        assert 0 < check < 1000, name
+
+
+def test_without_torch_s_hook_a_figure_gives_way(run, pytester, monkeypatch) -> None:
+    """A torch that calls no hook when it builds guards: each entry is timed when it is read
+    (the next compile, the phase's end) on stand-ins of its call, held weakly; an entry that no
+    longer accepts its call, or whose call's objects were freed, has no figure, and the objects
+    are freed all the same."""
+    from pytest_recompile._torch import versions
+
+    monkeypatch.setattr(versions, "has_guards_built_hook", lambda: False)
+    result = run("import gc, weakref\n" + MEASURED, "--recompile-report=r.json")
+    result.assert_outcomes(failed=1)
+    measured = _measured(pytester)
     (f_check,) = measured["f"]
     assert 0 < f_check < 1000
     assert measured["g"] == [None]
+    assert measured["Scale.forward"] == [None]
 
 
 DECLARED = """

@@ -278,15 +278,18 @@ def certify(fn: Any, args: Any, domain: Mapping[str, Any]) -> Certificate:
         return _evaluate(frame.func.__code__, parsed, answering, call_locals, began)
 
 
-def certify_declared(code: CodeType, captured: Captured) -> list[tuple[Certificate, str]]:
+def certify_declared(code: CodeType, captured: Captured) -> list[tuple[Certificate, str]] | str:
     """The domains a call declared to torch itself (``mark_dynamic(x, d, min=, max=)``),
     certified against ``code``'s entries on stand-ins of that call, each with the declaration
     in words; none where nothing is declared, a range is too large to decide point by point,
-    or ``code`` has no entries left (a reset)."""
+    or ``code`` has no entries left (a reset). A str: why no stand-in call can be made now (the
+    call's other objects, held weakly, a module or ``self``, are gone)."""
     answering = _answering(code, None)
-    rebuilt = captured.rebuild()  # the other arguments: the same at every point
-    if not answering or rebuilt is None:  # a reset, or the call's objects are gone
+    if not answering:  # a reset
         return []
+    rebuilt = captured.rebuild()  # the other arguments: the same at every point
+    if rebuilt is None:
+        return "the declaring call's objects were freed before its entries could be read"
     found = []
     for name, dim, low, high in captured.declared():
         if high - low + 1 > MAX_DECLARED:

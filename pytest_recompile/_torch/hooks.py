@@ -12,15 +12,23 @@ checks ``recompile_limit`` or traces anything. That gives us, for free:
 
 Before 2.9 the limit check ``_compile`` imports by name is wrapped instead. The hook gets no
 arguments; :mod:`.events` reads the compiling frame's locals.
+
+A second hook, put in while the first is: torch calls ``guards.guard_manager_testing_hook_fn``
+(2.7+) once per compile, right after it built and checked the new entry's guards, with the
+call's own arguments. The entry's guard check is timed there, while the call's objects are
+alive anyway, and only the figure is kept, by guard manager: nothing of the user's outlives the
+compile (a test that frees its model sees it freed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import weakref
 from collections.abc import Callable
 from typing import Any
 
-from . import events, instruments, versions
+from . import events, instruments, stand_ins, versions
 
 # Per-process state that mirrors torch's own (its hook list and its cache lists are global):
 # the callbacks behind the one hook, and the entries re-installed by keep_only().
@@ -38,7 +46,71 @@ def _hook() -> str:
     return ""
 
 
+# Each entry's guard check timed when torch built its guards (microseconds; None: the entry
+# rejected its own call; a str: the check raised, in words), by its guard manager.
+_CHECKED: weakref.WeakKeyDictionary[Any, float | str | None] = weakref.WeakKeyDictionary()
+
+
+def _guards_built(previous: Callable[..., Any] | None) -> Callable[..., Any]:
+    """torch's guards-built hook: a user's own (torch's tests set one) is called first, then
+    the new entry's check is timed on the arguments of the call that compiled it."""
+
+    def built(guard_manager: Any, f_locals: Any, *rest: Any) -> Any:
+        if previous is not None:
+            previous(guard_manager, f_locals, *rest)
+        if not _SUBSCRIBERS:
+            return None
+        try:
+            figure: float | str | None = stand_ins.check_us(guard_manager, f_locals)
+        except Exception as exc:  # never an error of the user's compile: the figure gives way
+            figure = f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(TypeError):  # a manager that takes no weak reference: no figure
+            _CHECKED[guard_manager] = figure
+        return None
+
+    return built
+
+
+def checked_us(guard_manager: Any) -> tuple[bool, float | str | None]:
+    """(timed, figure): the entry's guard check as timed when its guards were built (False:
+    not timed then: a torch without the hook, or a compile made while nothing listened)."""
+    with contextlib.suppress(TypeError):  # a manager that takes no weak reference
+        if guard_manager in _CHECKED:
+            return True, _CHECKED[guard_manager]
+    return False, None
+
+
+def _register_guards_built() -> Callable[[], None]:
+    """Put :func:`_guards_built` where torch calls it when it has built an entry's guards;
+    return its removal (the previous hook put back, if the slot still holds ours)."""
+    if not versions.has_guards_built_hook():
+        return lambda: None
+    import torch._dynamo.guards as guards
+
+    previous = guards.guard_manager_testing_hook_fn
+    ours = _guards_built(previous)
+    guards.guard_manager_testing_hook_fn = ours
+
+    def restore() -> None:
+        if guards.guard_manager_testing_hook_fn is ours:
+            guards.guard_manager_testing_hook_fn = previous
+
+    return restore
+
+
 def _register() -> Callable[[], None]:
+    """Both hooks in; return their removal."""
+    remove_compile = _register_compile()
+    remove_built = _register_guards_built()
+
+    def unregister() -> None:
+        remove_built()
+        remove_compile()
+
+    return unregister
+
+
+def _register_compile() -> Callable[[], None]:
     """Put :func:`_hook` where torch calls it before each frame compile; return its removal.
 
     2.9+: torch's own list of pre-compile hooks. Older releases: a wrapper around the limit

@@ -94,32 +94,13 @@ class StandIn:
 
 class Captured:
     """A call's arguments by name, each tensor (also inside a tuple, list or dict) kept as its
-    description, any other object weakly where it can be (a model is never kept alive by it:
-    a compile's event lives as long as its cache entry), a plain value as it is."""
+    description, any other object weakly, a plain value (a number, a string, a dtype) as it
+    is: nothing of the call is kept alive by it (a compile's event lives as long as its cache
+    entry). An object that takes no weak reference is not kept at all: the arguments cannot
+    be rebuilt then."""
 
     def __init__(self, f_locals: Mapping[str, Any]) -> None:
         self._values = {name: _describe(name, value) for name, value in f_locals.items()}
-
-    def pin(self) -> list[Any]:
-        """The objects held weakly, alive now (the call is running): whoever keeps this list
-        keeps them alive until it drops it (the tracker, until it timed the entry)."""
-        found: list[Any] = []
-
-        def walk(value: Any) -> None:
-            if isinstance(value, _Weak):
-                alive = value.ref()
-                if alive is not None:
-                    found.append(alive)
-            elif type(value) in (tuple, list):
-                for item in value:
-                    walk(item)
-            elif type(value) is dict:
-                for item in value.values():
-                    walk(item)
-
-        for value in self._values.values():
-            walk(value)
-        return found
 
     def values(self) -> dict[str, Any]:
         """The arguments by name, each tensor as its :class:`StandIn`."""
@@ -156,10 +137,16 @@ def _describe(name: str, value: Any, depth: int = 0) -> Any:
         return type(value)(_describe(name, v, depth + 1) for v in value)
     if depth < 2 and type(value) is dict:
         return {k: _describe(name, v, depth + 1) for k, v in value.items()}
+    if value is None or type(value) in _PLAIN or isinstance(value, (torch.dtype, torch.device)):
+        return value
     try:
         return _Weak(weakref.ref(value))
-    except TypeError:  # an int, a str, None: held as it is
-        return value
+    except TypeError:  # no weak reference (a namedtuple, a deeper list): not kept
+        return _NONE
+
+
+# Values kept as they are: they hold nothing of the call's.
+_PLAIN = (bool, int, float, complex, str, bytes, type(Ellipsis))
 
 
 class _Weak(NamedTuple):
@@ -186,12 +173,10 @@ def capture(f_locals: Mapping[str, Any]) -> Captured:
     return Captured(f_locals)
 
 
-def check_us(guard_manager: Any, captured: Captured) -> float | None:
-    """The median time of one check of an entry's guards on the call that compiled it, in
-    microseconds (None: its stand-ins cannot be made, or the entry does not accept them)."""
-    f_locals = captured.rebuild()
-    if f_locals is None:
-        return None
+def check_us(guard_manager: Any, f_locals: Mapping[str, Any]) -> float | None:
+    """The median time of one check of an entry's guards on a call's arguments (the call that
+    compiled it, or stand-ins of that call), in microseconds (None: the entry does not accept
+    them)."""
     check = guard_manager.check
     with entries.checking(None):  # a re-installed entry takes no offer here
         if not check(f_locals):
@@ -202,3 +187,11 @@ def check_us(guard_manager: Any, captured: Captured) -> float | None:
             check(f_locals)
             times.append(time.perf_counter_ns() - began)
     return round(statistics.median(times) / 1000, 3)
+
+
+def check_us_later(guard_manager: Any, captured: Captured) -> float | None:
+    """:func:`check_us` on stand-ins of the call that compiled the entry, read after the
+    compile (a torch that calls no hook when it builds guards): None where the call's objects
+    are gone by then (the figure gives way; nothing kept them alive)."""
+    f_locals = captured.rebuild()
+    return None if f_locals is None else check_us(guard_manager, f_locals)

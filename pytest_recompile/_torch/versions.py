@@ -149,6 +149,17 @@ def has_hook_list() -> bool:
 
 
 @functools.cache
+def has_guards_built_hook() -> bool:
+    """The hook torch calls once per compile with the new entry's guard manager and the call's
+    own arguments, right after it built and checked them (``guards.
+    guard_manager_testing_hook_fn``: two arguments on 2.7, three from 2.9 on): an entry's guard
+    check is timed there. Without it, it is timed later, where the call's objects still live."""
+    import torch._dynamo.guards as guards
+
+    return hasattr(guards, "guard_manager_testing_hook_fn")
+
+
+@functools.cache
 def can_keep_entries() -> bool:
     """Whether this torch lets single cache entries be kept while the rest are dropped."""
     import torch._C._dynamo.eval_frame as eval_frame
@@ -366,6 +377,7 @@ def caches_config_reads() -> bool:
 PROBES = (
     check_torch,
     has_hook_list,
+    has_guards_built_hook,
     can_keep_entries,
     can_reuse_compiles,
     precompile_entry_takes_region,

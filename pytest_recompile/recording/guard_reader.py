@@ -11,7 +11,7 @@ from dataclasses import replace
 from types import CodeType
 from typing import Any
 
-from .._torch import events, guard_tree, instruments, stand_ins
+from .._torch import events, guard_tree, hooks, instruments, stand_ins, versions
 from .._torch.reasons import installed_guard
 from ..model.faults import Faults
 from ..model.guard_cost import EntryGuards, entry_guards
@@ -41,9 +41,9 @@ class GuardTrees:
         # figures read before (a reused compile's): no search of torch's metrics for them
         self._measured: dict[events.CompileKey, instruments.GuardMetrics] = {}
         self._since: set[CodeType] = set()  # code objects compiled since the last read
-        # the arguments of the call that made each entry (its objects pinned alive until it is
-        # read): its guard check is timed on them
-        self._inputs: dict[events.CompileKey, tuple[stand_ins.Captured, list[Any]]] = {}
+        # the arguments of the call that made each entry, weakly (a torch that times nothing
+        # when it builds guards): its guard check is timed on them when read, if they live
+        self._inputs: dict[events.CompileKey, stand_ins.Captured] = {}
 
     def compiled(
         self,
@@ -54,8 +54,8 @@ class GuardTrees:
         """``code`` is being compiled (the compile ``key``, for the call ``inputs``): its new
         entry exists from the next compile on."""
         self._since.add(code)
-        if key is not None and inputs is not None:
-            self._inputs[key] = (inputs, inputs.pin())
+        if key is not None and inputs is not None and not versions.has_guards_built_hook():
+            self._inputs[key] = inputs
 
     def read(
         self,
@@ -93,21 +93,26 @@ class GuardTrees:
         return found
 
     def _time(self, key: events.CompileKey, manager: Any) -> float | None:
-        """The entry's guard check timed on the call that made it (then forgotten)."""
-        found = self._inputs.pop(key, None)
-        if found is None:
-            return None
+        """The entry's guard check, timed on the call that made it: when torch built its
+        guards, or (a torch without that hook) now, on stand-ins of the call where its objects
+        still live."""
+        captured = self._inputs.pop(key, None)
+        timed, figure = hooks.checked_us(manager)
         try:
-            return stand_ins.check_us(manager, found[0])
-        except Exception as exc:  # a guard that raises on a stand-in: no time, said once
+            if not timed and captured is not None:
+                figure = stand_ins.check_us_later(manager, captured)
+        except Exception as exc:  # a guard that raises on a stand-in
+            figure = f"{type(exc).__name__}: {exc}"
+        if isinstance(figure, str):  # no time, said once
             self.faults.add(
-                f"guard check times: an entry's guards raised on a stand-in of its own call "
-                f"({type(exc).__name__}: {exc}); such entries show no measured time"
+                f"guard check times: an entry's guards raised on its own call ({figure}); "
+                "such entries show no measured time"
             )
             return None
+        return figure
 
-    def unpin(self) -> None:
-        """The block ended: the arguments of entries never read are let go."""
+    def forget(self) -> None:
+        """The block ended: the (weakly held) arguments of entries never read are dropped."""
         self._inputs.clear()
 
     def installed(self, record: FunctionRecord) -> list[InstalledGuard]:

@@ -103,8 +103,10 @@ class RecompileTracker(Recorder):
         # a gated block certifies the domains its calls declared to torch (mark_dynamic with
         # min and max) for the function that received them, when it is judged
         self.certify_marks = certify_marks
-        # each function's call that declared a domain, its objects pinned until the block ends
-        self._declared: IdentityMap[CodeType, tuple[stand_ins.Captured, list[Any]]] = IdentityMap()
+        # each function's call that declared a domain (its objects held weakly: certified
+        # whenever the function gained an entry, at the next compile or the block's end, while
+        # they live; the last certificate stands once they are gone)
+        self._declared: IdentityMap[CodeType, stand_ins.Captured] = IdentityMap()
         self._declared_done: IdentityMap[CodeType, tuple[int, list[tuple[Certificate, str]]]] = (
             IdentityMap()
         )
@@ -168,11 +170,11 @@ class RecompileTracker(Recorder):
         if not self.active:
             return
         self._refresh()  # while torch still keeps every compile's metrics
-        self._trees.unpin()
+        self._trees.forget()
         self.active = False
-        if self.budget is not None:  # certified while the calls' objects are alive
+        if self.budget is not None:  # certified as the entries stand, where the calls live
             self.declared_certificates()
-        self._declared.clear()  # the pins let go; the certificates stay
+        self._declared.clear()  # the certificates stay
         try:
             self._stack.close()  # nothing compiles from here on: no second read
         finally:
@@ -196,13 +198,15 @@ class RecompileTracker(Recorder):
             self._trees.compiled(
                 event.code, events.compile_key(event.code, event.compile_id), event.inputs
             )
+            if self.budget is not None and self._declared:  # the entries made so far exist
+                self.declared_certificates()
             if (
                 self.certify_marks
                 and event.inputs is not None
                 and event.code is event.function  # not a resume function's stack values
                 and event.inputs.declared()
             ):
-                self._declared[event.code] = (event.inputs, event.inputs.pin())
+                self._declared[event.code] = event.inputs
             record, recompile = self.add(event, again=again)
             violations: list[Violation] = []
             # At a limit where torch raises itself, its exception reaches the user's code
@@ -440,14 +444,23 @@ class RecompileTracker(Recorder):
         only where it gained an entry since)."""
         from .._torch.certify import certify_declared
 
-        for code, (captured, _) in self._declared.items():
+        for code, captured in self._declared.items():
             held = entries.answering_entries(code)
             done = self._declared_done.get(code)
-            if done is None or done[0] != held:
-                certified = self.faults.call(certify_declared, code, captured) or []
-                self._declared_done[code] = (held, [
-                    (c, f"declared by {words}") for c, words in certified
-                ])  # fmt: skip
+            if done is not None and done[0] == held:
+                continue
+            certified = self.faults.call(certify_declared, code, captured) or []
+            if isinstance(certified, str):  # the call's objects are gone: the last one stands
+                if done is None:
+                    self.faults.add(
+                        f"certificates: the domain declared to '{events.qualname(code)}' "
+                        f"(mark_dynamic with min and max) was not certified: {certified}"
+                    )
+                    self._declared_done[code] = (held, [])
+                continue
+            self._declared_done[code] = (held, [
+                (c, f"declared by {words}") for c, words in certified
+            ])  # fmt: skip
         return [found for _, done in self._declared_done.values() for found in done]
 
     def _stops_at_breaks(self) -> bool:
