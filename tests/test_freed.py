@@ -236,6 +236,41 @@ def test_the_fixture_s_model_is_gone():
 """,
 }
 
+# A module fixture's warm-up is kept for its tests; a test's call with a backend object of its
+# own passes the kept entry's other guards, and the entry asks whose backend the call is for:
+# it does not keep that object alive.
+BACKEND = """
+import gc
+import weakref
+
+from torch._dynamo.testing import EagerAndRecordGraphs
+
+
+def scale(x):
+    return x * 3
+
+
+@pytest.fixture(scope="module")
+def warmed():
+    compiled = torch.compile(scale, backend="eager")
+    compiled(torch.randn(4, 10))
+    return compiled
+
+
+def test_first(warmed):  # compiles scale itself: isolation re-installs the warm-up's entry
+    warmed(torch.randn(6, 10, 2))
+
+
+def test_own_backend(warmed):
+    recorder = EagerAndRecordGraphs()
+    torch.compile(scale, backend=recorder)(torch.randn(4, 10))
+    ref = weakref.ref(recorder)
+    torch._dynamo.reset()
+    del recorder
+    gc.collect()
+    assert ref() is None
+"""
+
 MODES = {
     "off": ["-p", "no:recompile", "-k", "not test_covers"],  # covers() is the plugin's
     "installed": [],
@@ -265,3 +300,9 @@ def test_freed_under_xdist(pytester) -> None:
         *inner_args("-p", "xdist", "-n", "2", "-p", "no:randomly", "--recompile-budget=1")
     )
     result.assert_outcomes(passed=TESTS)
+
+
+@pytest.mark.parametrize("mode", ["off", "fail-fast"])
+def test_a_backend_object_is_freed_after_a_kept_entry_saw_it(run, mode) -> None:
+    result = run(BACKEND, *MODES[mode])
+    result.assert_outcomes(passed=2)

@@ -275,7 +275,9 @@ def _answers(entry: KeptEntry, answer: _Answer) -> Callable[[Any], bool]:
     """The epilogue guard of a re-installed entry (see :func:`_guard`): whether it answers
     the call whose frame locals it is given."""
     backend, region = entry.backend, entry.region
-    last: list[Any] = [None, True]  # the last callback asked about, and the answer
+    # the last callback asked about (weakly: a user's backend object is not kept alive by an
+    # entry the plugin re-installed), and the answer
+    last: list[Any] = [None, True]
 
     def refused(why: str) -> bool:
         found = answer.offer() if answer.offer is not None else None
@@ -292,8 +294,12 @@ def _answers(entry: KeptEntry, answer: _Answer) -> Callable[[Any], bool]:
         if backend is not None or answer.offer is not None:
             callback = _CHECKING[-1] if _CHECKING else backends.calling_backend()
         if backend is not None and callback is not None and callback is not False:
-            if callback is not last[0]:
-                last[:] = [callback, bool(backends.innermost_backend(callback) == backend)]
+            if (last[0]() if last[0] is not None else None) is not callback:
+                matches = bool(backends.innermost_backend(callback) == backend)
+                try:
+                    last[:] = [weakref.ref(callback), matches]
+                except TypeError:  # no weak reference: asked afresh each time
+                    last[:] = [None, matches]
             if not last[1]:
                 return refused("another backend or torch.compile options")
         if answer.offer is None:

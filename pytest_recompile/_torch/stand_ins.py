@@ -136,6 +136,8 @@ def _describe(name: str, value: Any, depth: int = 0) -> Any:
     if depth < 2 and type(value) in (tuple, list):
         return type(value)(_describe(name, v, depth + 1) for v in value)
     if depth < 2 and type(value) is dict:
+        if not all(k is None or type(k) in _PLAIN for k in value):
+            return _NONE  # an object as a key would be kept alive by the dict: not kept
         return {k: _describe(name, v, depth + 1) for k, v in value.items()}
     if value is None or type(value) in _PLAIN or isinstance(value, (torch.dtype, torch.device)):
         return value
