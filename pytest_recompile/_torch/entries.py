@@ -70,16 +70,26 @@ def entries(code: CodeType) -> list[KeptEntry]:
 
 
 # The backend each compile was for, by code object and compile id, where torch's CacheEntry
-# does not say (2.9: torch compares it in C++ and shows no ``backend``): noted as the compile
-# starts (:func:`note_backend`), so that a kept entry still answers its own backend only.
+# does not say (2.7 to 2.9: torch compares it in C++ and shows no ``backend``): noted as the
+# compile starts (:func:`note_backend`), so that a kept entry still answers its own backend
+# only. Held weakly where it can be: a user's backend object is not kept alive by the note.
 _BACKENDS: IdentityMap[CodeType, dict[str, Any]] = IdentityMap()
+
+
+class _Gone:
+    """A noted backend that died: no call can be for it, so the entry answers none."""
 
 
 def note_backend(code: CodeType, compile_id: Any, compiler_fn: Any) -> None:
     """The compile ``compile_id`` of ``code`` is for ``compiler_fn`` (a compile id torch
     numbers again after a reset is overwritten by the newer compile)."""
     if compiler_fn is not None and not versions.cache_entry_has_backend():
-        _BACKENDS.setdefault(code, {})[str(compile_id)] = backends.innermost_backend(compiler_fn)
+        backend = backends.innermost_backend(compiler_fn)
+        try:
+            noted: Any = weakref.ref(backend)
+        except TypeError:  # no weak reference (a builtin): it lives as long as the process
+            noted = lambda backend=backend: backend  # noqa: E731
+        _BACKENDS.setdefault(code, {})[str(compile_id)] = noted
 
 
 def _backend_of(code: CodeType, entry: Any) -> Any:
@@ -87,7 +97,10 @@ def _backend_of(code: CodeType, entry: Any) -> Any:
     :func:`note_backend` noted (None: not known, and the entry answers any backend)."""
     backend = getattr(entry, "backend", None)
     if backend is None:
-        backend = _BACKENDS.get(code, {}).get(str(entry.compile_id))
+        noted = _BACKENDS.get(code, {}).get(str(entry.compile_id))
+        backend = None if noted is None else noted()
+        if noted is not None and backend is None:
+            backend = _Gone()
     return backend
 
 
