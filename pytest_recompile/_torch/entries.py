@@ -80,15 +80,21 @@ class _Gone:
     """A noted backend that died: no call can be for it, so the entry answers none."""
 
 
+def _weakly(value: Any) -> Callable[[], Any]:
+    """``value`` behind a weak reference where it takes one (a user's backend object is not
+    kept alive by the plugin's notes of it); one that takes none (a builtin) lives as long as
+    the process anyway and is held as it is."""
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return lambda: value
+
+
 def note_backend(code: CodeType, compile_id: Any, compiler_fn: Any) -> None:
     """The compile ``compile_id`` of ``code`` is for ``compiler_fn`` (a compile id torch
     numbers again after a reset is overwritten by the newer compile)."""
     if compiler_fn is not None and not versions.cache_entry_has_backend():
-        backend = backends.innermost_backend(compiler_fn)
-        try:
-            noted: Any = weakref.ref(backend)
-        except TypeError:  # no weak reference (a builtin): it lives as long as the process
-            noted = lambda backend=backend: backend  # noqa: E731
+        noted = _weakly(backends.innermost_backend(compiler_fn))
         _BACKENDS.setdefault(code, {})[str(compile_id)] = noted
 
 
@@ -290,7 +296,7 @@ def _answers(entry: KeptEntry, answer: _Answer) -> Callable[[Any], bool]:
     backend, region = entry.backend, entry.region
     # the last callback asked about (weakly: a user's backend object is not kept alive by an
     # entry the plugin re-installed), and the answer
-    last: list[Any] = [None, True]
+    last: list[Any] = [lambda: None, True]
 
     def refused(why: str) -> bool:
         found = answer.offer() if answer.offer is not None else None
@@ -307,12 +313,8 @@ def _answers(entry: KeptEntry, answer: _Answer) -> Callable[[Any], bool]:
         if backend is not None or answer.offer is not None:
             callback = _CHECKING[-1] if _CHECKING else backends.calling_backend()
         if backend is not None and callback is not None and callback is not False:
-            if (last[0]() if last[0] is not None else None) is not callback:
-                matches = bool(backends.innermost_backend(callback) == backend)
-                try:
-                    last[:] = [weakref.ref(callback), matches]
-                except TypeError:  # no weak reference: asked afresh each time
-                    last[:] = [None, matches]
+            if last[0]() is not callback:
+                last[:] = [_weakly(callback), bool(backends.innermost_backend(callback) == backend)]
             if not last[1]:
                 return refused("another backend or torch.compile options")
         if answer.offer is None:
