@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from .names import WARM_START
+
 T = TypeVar("T")
 
 GuardBaseline = tuple[int, frozenset[str]]  # a function's most guards, its value guards
@@ -24,6 +26,20 @@ class Rule(Generic[T]):
 
     value: T
     source: str
+
+
+@dataclass(frozen=True)
+class WarmStartRule:
+    """``@pytest.mark.warm_start(*, allow_bypass=False, dynamo=False)``: the test run cold,
+    then warm, in fresh processes (:mod:`.warm_start`)."""
+
+    allow_bypass: bool = False
+    dynamo: bool = False
+
+    @property
+    def source(self) -> str:
+        given = [f"{name}=True" for name in ("allow_bypass", "dynamo") if getattr(self, name)]
+        return f"@{WARM_START}({', '.join(given)})" if given else f"@{WARM_START}"
 
 
 @dataclass(frozen=True)
@@ -54,6 +70,7 @@ class Budget:
     baseline_guards: Mapping[str, GuardBaseline] = field(default_factory=dict)  # by qualname
     allowed: str | None = None
     eager_fallback: str | None = None
+    warm_start: WarmStartRule | None = None  # run cold, then warm, in fresh processes
 
     def for_function(self, name: str, qualname: str) -> Rule[int] | None:
         found = self.per_function.get(qualname)
@@ -111,6 +128,8 @@ class Budget:
             parts.append(f"any number of recompiles ({self.allowed})")
         if self.eager_fallback:
             parts.append(f"recompile_limit hits allowed ({self.eager_fallback})")
+        if self.warm_start is not None:
+            parts.append(f"every cache lookup hits in a fresh process ({self.warm_start.source})")
         return "; ".join(parts) or "no cap"
 
     def to_json(self) -> dict[str, Any]:
@@ -138,6 +157,11 @@ class Budget:
             "baseline_guards": {n: [c, sorted(v)] for n, (c, v) in self.baseline_guards.items()},
             "allowed": self.allowed,
             "eager_fallback": self.eager_fallback,
+            "warm_start": (
+                [self.warm_start.allow_bypass, self.warm_start.dynamo]
+                if self.warm_start is not None
+                else None
+            ),
         }
 
     @functools.cached_property
@@ -158,6 +182,9 @@ class Budget:
             return {name: Rule(int(r[0]), str(r[1])) for name, r in rules.items()}
 
         kept = data["baseline_guards"]
+        warm = data.get("warm_start")
+        if warm is not None:
+            warm = WarmStartRule(bool(warm[0]), bool(warm[1]))
         return cls(
             total=count(data["total"]),
             per_function=named(data["per_function"]),
@@ -173,6 +200,7 @@ class Budget:
             baseline_guards={n: (int(c), frozenset(v)) for n, (c, v) in kept.items()},
             allowed=data["allowed"],
             eager_fallback=data["eager_fallback"],
+            warm_start=warm,
         )
 
 

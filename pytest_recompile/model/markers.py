@@ -25,6 +25,7 @@ from .names import (
     MAX_RECOMPILES,
     MAX_RECOMPILES_FORM,
     SAME_ACROSS_RANKS,
+    WARM_START,
 )
 
 
@@ -160,6 +161,16 @@ def _counts_for(
     return every, per_function
 
 
+def _warm_start(marks: Iterable[MarkLike], where: str) -> Any:
+    """The ``warm_start`` rule (its module is loaded only where a test carries it)."""
+    marks = list(marks)
+    if not marks:
+        return None
+    from .warm_start import parse_rule
+
+    return parse_rule(marks, where)
+
+
 def rules_from_marks(
     marks: Mapping[str, Iterable[MarkLike]], where: str
 ) -> tuple[Budget, str | None]:
@@ -205,6 +216,7 @@ def rules_from_marks(
         max_guards=max_guards,
         guards_per_function=guards_per_function,
         eager_fallback=eager_fallback,
+        warm_start=_warm_start(marks.get(WARM_START, ()), where),
     )
     return rules, allowed
 
@@ -246,6 +258,7 @@ def choose_total(
         or rules.max_guards
         or rules.guards_per_function
         or rules.baseline_guards
+        or rules.warm_start
     )
     return rules if gates else None
 

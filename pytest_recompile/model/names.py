@@ -17,6 +17,7 @@ MAX_GRAPH_BREAKS = "max_graph_breaks"
 MAX_CUDAGRAPH_RERECORDS = "max_cudagraph_rerecords"
 SAME_ACROSS_RANKS = "same_compiles_across_ranks"
 MAX_GUARDS = "max_guards"
+WARM_START = "warm_start"
 MARKERS = (
     MAX_RECOMPILES,
     ALLOW_RECOMPILES,
@@ -27,6 +28,7 @@ MARKERS = (
     MAX_CUDAGRAPH_RERECORDS,
     SAME_ACROSS_RANKS,
     MAX_GUARDS,
+    WARM_START,
 )
 
 MAX_RECOMPILES_FORM = "max_recompiles(n: int >= 0, *, function: str | None = None)"
@@ -36,6 +38,7 @@ MAX_GRAPH_BREAKS_FORM = "max_graph_breaks(n: int >= 0)"
 MAX_CUDAGRAPH_RERECORDS_FORM = "max_cudagraph_rerecords(n: int >= 0)"
 MAX_GUARDS_FORM = "max_guards(n: int >= 0, *, function: str | None = None)"
 ALLOW_RECOMPILES_FORM = "allow_recompiles(*, eager_fallback: bool = False)"
+WARM_START_FORM = "warm_start(*, allow_bypass: bool = False, dynamo: bool = False)"
 MARKER_LINES = (
     f"{MAX_RECOMPILES_FORM}: this test may recompile at most n times in total; with "
     "function=, the torch.compile'd function of that name or qualname may recompile at most "
@@ -59,6 +62,11 @@ MARKER_LINES = (
     f"{MAX_GUARDS_FORM}: each cache entry this test compiles may check at most n guards "
     "(what torch runs on every call that reaches it); with function=, only that function's. "
     "Stackable; judged at the end of each phase.",
+    f"{WARM_START_FORM}: run this test alone twice more, each in a freshly started process, "
+    "sharing one new cache directory: the second (warm) run must hit every FX graph and "
+    "AOTAutograd cache lookup, and a miss names the key component that changed. "
+    "allow_bypass=True: a cache bypass passes (and is shown); dynamo=True: the warm run must "
+    "also trace nothing with Dynamo (precompiled code loaded).",
 )
 
 MODES = ("fail-fast", "at-end", "report-only")
@@ -71,6 +79,7 @@ IF_DISABLED = ("fail", "warn")  # --recompile-if-disabled: a gate whose compile 
 SPOOL_ENV = "PYTEST_RECOMPILE_SPOOL"
 SPOOL_OWNER = "owner"
 SHADOWED_ENV = "PYTEST_RECOMPILE_SITECUSTOMIZE"  # "sys.prefix|file" of the session's own
+WARM_CHILD_ENV = "PYTEST_RECOMPILE_WARM_CHILD"  # a warm-start child's spec (restarts/child.py)
 
 HEADROOM = 2  # the suggested recompile_limit: this many times the most entries seen
 

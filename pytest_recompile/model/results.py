@@ -28,7 +28,7 @@ RuleKind = Literal[
 ]
 """The rule a judged block broke (a :class:`~pytest_recompile.model.judge.Violation`'s kind)."""
 
-ViolationKind = Literal[RuleKind, "warm", "divergence"]
+ViolationKind = Literal[RuleKind, "warm", "divergence", "warm_start"]
 """A result's violation: a broken rule, a compile refused in a warm block, or ranks that
 diverged under ``same_compiles_across_ranks``."""
 
@@ -208,6 +208,37 @@ class CachesResult(TypedDict):
     aot_autograd: CacheOutcomes
 
 
+class WarmRunResult(TypedDict):
+    """One of the two runs of a warm-start check, in figures (``#/$defs/warm_run``)."""
+
+    seconds: float
+    compiles: int  # frames Dynamo traced
+    fx_graph: CacheOutcomes
+    aot_autograd: CacheOutcomes
+    guard_misses: int
+
+
+class WarmStartResult(TypedDict):
+    """A marked test's warm start (``#/$defs/warm_start``)."""
+
+    status: Literal["passed", "failed", "error", "skipped"]
+    source: str
+    message: str | None  # what failed or went wrong, worded once (no prefix); None: passed
+    notes: list[str]  # told beside a pass (bypasses allowed, components not named)
+    cold: WarmRunResult | None
+    warm: WarmRunResult | None
+    lookups: int  # the warm run's
+    hits: int
+    function: str | None  # the first function named in the message
+    file: str | None
+    line: int | None
+    torch: str | None
+
+
+class _WarmStarted(TypedDict, total=False):
+    warm_start: WarmStartResult  # a warm_start test's check (not in old reports)
+
+
 class ProcessResult(TypedDict):
     """A child process's compiles for one test or fixture (``#/$defs/process``)."""
 
@@ -227,7 +258,7 @@ class ProcessResult(TypedDict):
     stopped: bool  # fail-fast refused a compile in it (its message is worded where shown)
 
 
-class TestResult(TypedDict):
+class TestResult(_WarmStarted):
     """One test's results (``#/$defs/test`` less ``nodeid`` and ``outcome``): they travel on
     its reports to the terminal summary, the JSON report and the baseline."""
 

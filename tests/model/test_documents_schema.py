@@ -40,6 +40,8 @@ MIRRORS = {
     "CollectionResult": "#/$defs/collection",
     "CertificateResult": "#/$defs/certificate",
     "CertificateGroupResult": "#/$defs/certificate_group",
+    "WarmStartResult": "#/$defs/warm_start",
+    "WarmRunResult": "#/$defs/warm_run",
 }
 """Each typed dict of a report document, and the schema object it mirrors."""
 
