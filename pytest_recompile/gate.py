@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Generator
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -33,6 +33,9 @@ from .reports.junit import junit_properties
 from .settings import BUDGET_KEY, RUN_KEY, SETTINGS_KEY, Settings, require_torch
 from .testrun import TestRun
 from .wider_fixtures import WiderFixtures, used_fixtures, uses_recompiles
+
+if TYPE_CHECKING:
+    from .restarts.parent import Restarts
 
 
 class Gate:
@@ -56,6 +59,7 @@ class Gate:
         self.disabled: list[str] = []  # how compile was switched off, told once on a report
         self._switched_off: set[str] = set()  # each told once per process
         self.threads = Threads()
+        self.restarts: Restarts | None = None  # warm-start checks, from the first marked test
         self.wider = WiderFixtures(
             self.ledger, self.faults, self.threads, self.children, lambda: self.current
         )
@@ -228,6 +232,34 @@ class Gate:
             if tracker is not None:
                 tracker.rearm()
 
+    # -- warm starts ----------------------------------------------------------------------------
+
+    def _warm_start(self, item: pytest.Item, verdict: TestVerdict) -> None:
+        """A ``warm_start`` test, once it passed: run cold, then warm, in fresh processes."""
+        budget = verdict.tracker.budget
+        rule = budget.warm_start if budget is not None else None
+        if rule is None:
+            return
+        from .model.warm_start import skipped_result
+
+        if not self.settings.warm_start:
+            verdict.warm_start = skipped_result(rule, "not checked (--recompile-warm-start=off)")
+            return
+        if self.restarts is None:
+            from .restarts.parent import Restarts
+
+            config = item.config
+            self.restarts = Restarts(
+                vars(config.option),
+                str(config.invocation_params.dir),
+                str(config.rootpath),
+                self.settings.warm_start_timeout,
+            )
+        # the children compile in their own processes: nothing of theirs reaches the tracker
+        verdict.warm_start = self.faults.call(
+            self.restarts.check, str(item.path), item.nodeid, rule
+        )
+
     # -- child processes ------------------------------------------------------------------------
 
     def _note_children(self, run: TestRun) -> None:
@@ -309,9 +341,12 @@ class Gate:
         except BaseException as exc:
             failure = exc
         self.faults.call(self._note_children, item.stash[RUN_KEY])
+        if failure is None:  # a test that fails by itself fails with its own error alone
+            self._warm_start(item, verdict)
         own = verdict.outcome(failure, str(item.config.rootpath))
         enforced = self.settings.enforced
         decided = self.faults.call(verdict.with_children, own, failure, enforced) or own
+        decided = verdict.with_warm_start(decided, enforced)
         if decided.section:
             item.add_report_section("call", "recompile", decided.section)
         if decided.fail:  # outside the except block: no chained torch traceback

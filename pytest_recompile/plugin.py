@@ -35,6 +35,7 @@ from .settings import (
     add_path_option,
     durations_option,
     max_guards_option,
+    warm_start_timeout_option,
 )
 
 if TYPE_CHECKING:
@@ -118,6 +119,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "torch._dynamo.config.disable, a force_eager stance), gated tests run eagerly and "
         "their 0 recompiles measure nothing: fail (default) fails the run, saying so; warn "
         "only says so (an eager CPU lane that means it).",
+    )
+    add_choice_option(
+        group,
+        parser,
+        "warm_start",
+        PROCESS_MODES,
+        "on (default): each @pytest.mark.warm_start test is run alone twice more, in two "
+        "fresh processes sharing a new cache directory, and the second must hit every FX "
+        "graph and AOTAutograd cache lookup; off: skip that check (the summary says so).",
+    )
+    add_count_option(
+        group,
+        parser,
+        "warm_start_timeout",
+        warm_start_timeout_option,
+        "seconds each warm-start child process may run before it is stopped (default 900).",
     )
     add_path_option(
         group,

@@ -31,6 +31,8 @@ SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
 BUDGET_KEY: pytest.StashKey[Budget | None] = pytest.StashKey()
 RUN_KEY: pytest.StashKey[TestRun] = pytest.StashKey()  # the gate's, per test it follows
 
+WARM_START_TIMEOUT = 900  # seconds: a cold Inductor compile of a real model takes minutes
+
 BARE_FLAG_HINT = (
     "a bare --recompile-budget is a budget of 0, and a word after it that is not an integer is "
     "a test path; write --recompile-budget=N for another budget"
@@ -66,6 +68,8 @@ class Settings:
     durations: int | None = None  # --recompile-durations=N: list the N slowest (0: all)
     trace: str | None = None  # where the structured traces of tests that broke the gate go
     certify_marks: bool = True  # certify the domains tests declare with mark_dynamic(min, max)
+    warm_start: bool = True  # run warm_start tests cold, then warm, in fresh processes
+    warm_start_timeout: int = WARM_START_TIMEOUT  # seconds each of those processes may take
 
     def __init__(self, **values: Any) -> None:
         unknown = set(values) - set(Settings.__annotations__)
@@ -107,6 +111,8 @@ class Settings:
             github=_github(config),
             durations=_durations(config),
             certify_marks=_choice(config, "recompile_certify_marks", PROCESS_MODES) == "on",
+            warm_start=_choice(config, "recompile_warm_start", PROCESS_MODES) == "on",
+            warm_start_timeout=_warm_start_timeout(config),
         )
         return _with_files(config, settings.replace(trace=_trace_dir(config)))
 
@@ -134,6 +140,8 @@ class Settings:
             given.append("--recompile-trace")
         if not self.certify_marks:
             given.append("--recompile-certify-marks=off")
+        if not self.warm_start:
+            given.append("--recompile-warm-start=off")
         return given
 
     @property
@@ -172,6 +180,32 @@ def require_torch() -> None:
 def _default_budget(config: pytest.Config) -> Rule[int] | None:
     """--recompile-budget=N, else the ini option recompile_budget, else None."""
     return _count_option(config, "budget")
+
+
+def _warm_start_timeout(config: pytest.Config) -> int:
+    """--recompile-warm-start-timeout=SECONDS, else its ini twin, else the default."""
+    found = _count_option(config, "warm_start_timeout")
+    if found is None:
+        return WARM_START_TIMEOUT
+    if found.value < 1:
+        raise pytest.UsageError(
+            f"{PREFIX} {found.source.replace('=0', '')}: expected a whole number of seconds, "
+            "1 or more, that each warm-start child process may run; got 0"
+        )
+    return found.value
+
+
+def warm_start_timeout_option(text: str) -> int:
+    """argparse ``type=`` of --recompile-warm-start-timeout."""
+    from .model.budget import count_value
+
+    value = count_value(text)
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{PREFIX} --recompile-warm-start-timeout: expected a whole number of seconds, "
+            f"1 or more, that each warm-start child process may run; got {text!r}"
+        )
+    return value
 
 
 def _max_guards(config: pytest.Config) -> Rule[int] | None:

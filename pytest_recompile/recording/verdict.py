@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from .._torch import instruments
 from ..model import messages
 from ..model.judge import Violation
-from ..model.messages import failure_message, violation_result
+from ..model.messages import failure_message, told, violation_result
 from ..model.names import PREFIX
-from ..model.results import ProcessResult, TestResult
+from ..model.results import ProcessResult, TestResult, WarmStartResult
 from .errors import CompiledWhileWarm, RecompileGateError, stopped_message
 from .freeze import result_for_test
 from .sites import Site, call_frame
@@ -49,6 +49,7 @@ class TestVerdict:
     baseline: int | None = None  # the baseline's count for the test
     baseline_note: str | None = None  # the baseline was taken on another torch: which
     isolation: str = "entries"  # how its compile caches were isolated
+    warm_start: WarmStartResult | None = None  # its warm-start check (a warm_start test)
     _frozen: TestResult | None = None  # the result of the last judgement, once asked for
     _stale: bool = True  # judged since it was frozen
 
@@ -72,7 +73,7 @@ class TestVerdict:
     def freeze(self) -> TestResult:
         """The test's result as judged last: what its reports carry (so under xdist too)."""
         tracker = self.tracker
-        return result_for_test(
+        result = result_for_test(
             tracker.records,
             tracker.budget,
             self.found,
@@ -87,6 +88,25 @@ class TestVerdict:
             divergence=self.divergence,
             caches=tracker.caches,
         )
+        warm = self.warm_start
+        if warm is not None:
+            result["warm_start"] = warm
+            if warm["status"] in ("failed", "error") and warm["message"]:
+                result["violations"].append(told("warm_start", warm["source"], warm["message"]))
+        return result
+
+    def with_warm_start(self, own: Outcome, enforced: bool) -> Outcome:
+        """The outcome with the warm-start check's: a warm run that compiled again, or a
+        child that could not run, fails the test (beside its other broken rules); in
+        report-only mode it is shown beside the result."""
+        warm = self.warm_start
+        if warm is None or warm["status"] not in ("failed", "error") or not warm["message"]:
+            return own
+        self._stale = True  # the frozen result gains the violation
+        said = f"{PREFIX} {warm['message']}"
+        if enforced:
+            return Outcome("\n".join(filter(None, [own.fail, said])), own.section)
+        return Outcome(own.fail, "\n".join(filter(None, [own.section, said])))
 
     def judge_now(self) -> None:
         """Everything broken so far has been reported (a stop in set-up)."""
