@@ -99,7 +99,7 @@ def _broken_rows(results: Results, root: str) -> list[str]:
             )
         # a warm block, graph breaks, CUDA-graph re-records: no function; too many guards
         for v in data["violations"]:
-            if not offenders or v["kind"] in ("guards", "new_guards", "uncovered"):
+            if not offenders or v["kind"] in ("guards", "new_guards", "uncovered", "warm_start"):
                 rows.append(
                     f"| {md_code(nodeid)} | — | {data['recompiles']} | {md_cell(_rules(data))} | "
                     f"{md_cell(v['kind'])} | {md_cell(v['message'])} | — | "
@@ -362,6 +362,24 @@ def _certificate_annotations(nodeid: str, data: TestResult, root: str) -> list[A
     return found
 
 
+def _warm_start_annotations(nodeid: str, data: TestResult, root: str) -> list[Annotation]:
+    """At the function whose warm start compiled again (else at nothing: the message says
+    why, in the test's own failure)."""
+    warm = data.get("warm_start")
+    if warm is None or warm["status"] not in ("failed", "error") or warm["file"] is None:
+        return []
+    line = warm["line"] or 1
+    return [
+        Annotation(
+            relative(warm["file"], root),
+            def_line(warm["file"], line),
+            f"{nodeid}: a restart compiles {warm['function']} again",
+            warm["message"] or "",
+            (0, warm["lookups"] - warm["hits"], 0.0),
+        )
+    ]
+
+
 def _annotations(results: Results, root: str) -> list[Annotation]:
     found = []
     for nodeid, data, offenders in _broken(results):
@@ -382,6 +400,7 @@ def _annotations(results: Results, root: str) -> list[Annotation]:
                 )
             )
         found += _certificate_annotations(nodeid, data, root)
+        found += _warm_start_annotations(nodeid, data, root)
         if not offenders:
             for brk in data["graph_breaks"][:1]:
                 found.append(

@@ -56,6 +56,7 @@ class TestFigures:
     breaks: dict[str, str]  # site -> torch's reason
     limit_hits: int
     functions: dict[str, FunctionFigures]
+    warm_misses: int | None = None  # a warm_start test's warm lookups that did not hit
 
 
 def _site(found: GraphBreakResult) -> str:
@@ -112,7 +113,16 @@ def figures(outcome: str, test: TestResult) -> TestFigures:
         breaks,
         sum(f.limit_hits for f in functions.values()),
         functions,
+        _warm_misses(test),
     )
+
+
+def _warm_misses(test: TestResult) -> int | None:
+    """The warm run's lookups that missed or bypassed (None: no verdict on the caches)."""
+    warm = test.get("warm_start")
+    if warm is None or warm["status"] not in ("passed", "failed") or warm["warm"] is None:
+        return None
+    return warm["lookups"] - warm["hits"]
 
 
 # -- what changed ---------------------------------------------------------------------------
@@ -248,6 +258,14 @@ def _break_changes(base: TestFigures, head: TestFigures, seconds: float) -> list
     return found
 
 
+def _warm_start_misses(base: TestFigures, head: TestFigures, seconds: float) -> list[Change]:
+    if base.warm_misses is None or head.warm_misses is None:
+        return []
+    if base.warm_misses == head.warm_misses:
+        return []
+    return [Change("warm-start-misses", None, base.warm_misses, head.warm_misses)]
+
+
 def _compile_seconds(base: TestFigures, head: TestFigures, seconds: float) -> list[Change]:
     """Noisy: shown only where they changed by ``seconds`` or more."""
     if abs(head.compile_seconds - base.compile_seconds) < seconds:
@@ -301,6 +319,12 @@ MEASURES: dict[str, Measure] = {
         "uncovered points",
         default=True,
         of_function=_counter("uncovered"),
+    ),
+    "warm-start-misses": Measure(
+        "warm-start miss",
+        "warm-start misses",
+        default=True,
+        of_test=_warm_start_misses,
     ),
     "guard-check": Measure(
         "guard check",

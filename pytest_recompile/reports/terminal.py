@@ -19,6 +19,7 @@ from ..model.results import (
 )
 from ..model.run import RunResults
 from ..model.text import plural, seconds_text
+from ..model.warm_start import worded
 from .recompile_limit import limit_line, limit_need
 
 if TYPE_CHECKING:
@@ -105,11 +106,45 @@ def terminal_lines(run: RunResults, *, verbose: bool = False) -> list[str]:
     lines += sorted(fixture_line(f) for f in recompiled)
     lines += process_lines(results)
     lines.append(totals_line(run))
+    lines += warm_start_lines(results)
     lines += isolation_lines([data for _, data in results], verbose=verbose)
     if any(data["isolation"] == "reset" for _, data in results):
         lines.append(f"isolation: {RESET_FALLBACK}")
     line = limit_line(limit_need(run))
     return lines + ([line] if line is not None else [])
+
+
+def warm_start_lines(results: list[tuple[str, TestResult]]) -> list[str]:
+    """Each checked ``warm_start`` test's two runs (what a restart pays, and what the warm
+    run asked of the caches), then the checks' total; tests not checked, counted."""
+    checked = [(n, d["warm_start"]) for n, d in results if "warm_start" in d]
+    if not checked:
+        return []
+    lines = []
+    spent = 0.0
+    skipped = [n for n, w in checked if w["status"] == "skipped"]
+    for nodeid, warm in checked:
+        if warm["status"] == "skipped":
+            continue
+        spent += sum(r["seconds"] for r in (warm["cold"], warm["warm"]) if r is not None)
+        said = {"passed": "every lookup hit", "failed": "compiled again", "error": "no verdict"}
+        verdict = said[warm["status"]]
+        if warm["status"] == "passed" and warm["hits"] < warm["lookups"]:
+            verdict = f"bypasses allowed by {warm['source']}"
+        lines.append(f"warm start: {nodeid}: {worded(warm)} ({verdict})")
+    ran = len(checked) - len(skipped)
+    if ran:
+        passed = sum(1 for _, w in checked if w["status"] == "passed")
+        lines.append(
+            f"warm start: {plural(ran, 'test')} run cold, then warm, in fresh processes: "
+            f"{passed} warm, {ran - passed} not; the child processes took {seconds_text(spent)}"
+        )
+    if skipped:
+        lines.append(
+            f"warm start: {plural(len(skipped), 'marked test')} not checked "
+            "(--recompile-warm-start=off)"
+        )
+    return lines
 
 
 COMPILE_OFF = (
