@@ -51,6 +51,7 @@ def test_benchmark_quick_mode_runs() -> None:
         "fast suite under -n 2",
         "fast suite",
         "fast suite, gated",
+        "warm start",
     ]
     assert "Added per gated test, median difference / tests:" in proc.stdout
     header = [cell.strip() for cell in rows[0].split("|")[1:-1]]

@@ -32,6 +32,7 @@ from docblocks import (
     checked_blocks,
     compares_its_blocks,
     documents,
+    pattern,
     readme_example_args,
     reads_its_blocks,
     stray_markers,
@@ -201,7 +202,7 @@ def test_guard_kinds_page_names_every_kind() -> None:
     assert set(re.findall(r"`(\w+)`", aliases.group(1))) <= set(ALIASES)
 
 
-LAYERS = ("model", "_torch", "isolation", "recording", "children", "reports", "")
+LAYERS = ("model", "_torch", "isolation", "recording", "children", "restarts", "reports", "")
 """The package's layers, lowest first: its subpackages, then the top level (the pytest layer)."""
 
 
@@ -694,3 +695,23 @@ def test_the_certificate_page(
     result = inner("--recompile-budget=1")  # its warm-up recompiles once
     result.assert_outcomes(failed=1)  # gated, its uncovered seq 1 breaks the gate
     result.stdout.fnmatch_lines(["*would compile again on 1 uncovered of 128 points*seq in {1}*"])
+
+
+@pytest.mark.inductor
+@pytest.mark.processes
+def test_the_warm_start_page(
+    request: pytest.FixtureRequest, inner: Run, pytester: pytest.Pytester
+) -> None:
+    """docs/warm-start.md: the process's constant fails the warm start naming the graph's
+    line (its two values are the two processes' own), the tensor passes with every hit."""
+    failing, fixed = of(checked_blocks(request), "python")
+    failure, summary = of(checked_blocks(request), "text")
+    write(pytester, "test_restart.py", failing)
+    write(pytester, "test_restart_fixed.py", fixed)
+    result = inner()
+    result.assert_outcomes(passed=1, failed=1)
+    lines = [re.sub(r"\d+\.0\b", "*", pattern(line)) for line in failure.output]
+    if not version("torch").startswith(PASTED_ON):  # torch's own graph text may differ
+        lines = [line.partition("gm (the graph): ")[0] + "*" for line in lines]
+    result.stdout.fnmatch_lines(lines)
+    result.stdout.fnmatch_lines([pattern(line) for line in summary.output])

@@ -1,0 +1,276 @@
+"""Warm starts through the plugin, with real fresh processes and real Inductor on CPU: each
+scenario judged as torch's own counters in two hand-run processes say (the oracle), with the
+component named; the same verdicts reversed and under -n 2; the marker's and options' errors;
+the child that fails, runs past its limit, or is not run at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scenarios import ALLOW_BYPASS, EXPECTED, ORACLE, SCENARIOS, oracle_verdict
+from snippets import REVERSE_CONFTEST, assert_marker_error, inner_args, read_json
+
+from pytest_recompile.model.names import WARM_START_FORM
+from pytest_recompile.reports.schema import report_fits
+
+REPORT = "--recompile-report=report.json"
+
+
+def _verdicts(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each gated test by its name: its outcome and its warm-start check."""
+    return {t["nodeid"].rpartition("::")[2]: t for t in report["tests"]}
+
+
+def _statuses(report: dict[str, Any]) -> dict[str, str]:
+    return {name: test["warm_start"]["status"] for name, test in _verdicts(report).items()}
+
+
+def _oracle(pytester: pytest.Pytester, module: Path) -> dict[str, dict[str, Any]]:
+    """The module run twice by hand, each time in a fresh process, one cache directory."""
+    runner = pytester.path / "oracle_runner.py"
+    runner.write_text(ORACLE)
+    environ = dict(os.environ)
+    environ["TORCHINDUCTOR_CACHE_DIR"] = str(pytester.path / "oracle-cache" / "inductor")
+    environ["TRITON_CACHE_DIR"] = str(pytester.path / "oracle-cache" / "triton")
+    found = {}
+    for name in ("cold", "warm"):
+        out = pytester.path / f"oracle-{name}.json"
+        subprocess.run(
+            [sys.executable, str(runner), str(out), str(module), "-q", "-p", "no:cacheprovider"],
+            cwd=pytester.path,
+            env=environ,
+            check=False,
+            capture_output=True,
+        )
+        found[name] = json.loads(out.read_text())
+    return found["warm"]
+
+
+@pytest.mark.inductor
+@pytest.mark.processes
+@pytest.mark.differential
+def test_each_scenario_is_judged_as_torch_s_counters_say(
+    pytester: pytest.Pytester, run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The differential self-check: every scenario's verdict equals the oracle's (two
+    processes run by hand, torch's counters read), and its message names what moved."""
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)  # a restart does not fix it either
+    module = pytester.makepyfile(test_scenarios=SCENARIOS)
+    result = pytester.runpytest(*inner_args("-p", "no:randomly", REPORT))
+    report = read_json("report.json")
+    assert report_fits()(report)
+    verdicts = _verdicts(report)
+    warm = _oracle(pytester, module)
+    for name, (verdict, named) in EXPECTED.items():
+        test = verdicts[name]
+        if verdict == "own":  # fails with its own error; no child was started
+            assert test["outcome"] == "failed"
+            assert "warm_start" not in test
+            result.stdout.fnmatch_lines([f"*{named[0]}*"])
+            continue
+        checked = test["warm_start"]
+        assert checked["status"] == verdict, (name, checked)
+        assert oracle_verdict(warm[name], name in ALLOW_BYPASS) == verdict, (name, warm[name])
+        for part in named:
+            assert part in checked["message"], (name, part, checked["message"])
+        assert test["outcome"] == ("passed" if verdict == "passed" else "failed"), name
+    assert "test_unmarked" not in verdicts  # not gated: no children
+    result.stdout.fnmatch_lines(
+        [
+            "*warm start: test_scenarios.py::test_freezing_allowed: cold * s, warm * s; warm "
+            "lookups 2, hits 0 (bypasses allowed by @warm_start(allow_bypass=True))",
+            "*warm start: 15 tests run cold, then warm, in fresh processes: 6 warm, 9 not*",
+        ]
+    )
+
+
+FEW = """
+import os
+import pytest
+import torch
+
+PID = float(os.getpid() % 997 + 2)
+
+
+def stable(x):
+    return torch.relu(x) * 2 + 1
+
+
+def by_pid(x):
+    return x * PID
+
+
+@pytest.mark.warm_start
+def test_stable():
+    torch.compile(stable)(torch.randn(8))
+
+
+@pytest.mark.warm_start
+def test_pid():
+    torch.compile(by_pid)(torch.randn(8))
+
+
+@pytest.mark.warm_start
+def test_eager():
+    torch.compile(stable, backend="eager")(torch.randn(8))
+"""
+FEW_EXPECTED = {"test_stable": "passed", "test_pid": "failed", "test_eager": "failed"}
+
+
+@pytest.mark.inductor
+@pytest.mark.processes
+def test_a_restart_that_compiles_again_names_the_constant(
+    pytester: pytest.Pytester, run: Any
+) -> None:
+    """The representative few, for every torch lane: a stable function passes, a constant
+    derived from the pid fails naming the graph's line (or, where torch does not name
+    components, from its counters), an eager-only test never passes silently."""
+    pytester.makepyfile(test_few=FEW)
+    result = pytester.runpytest(*inner_args("-p", "no:randomly", REPORT, "--junitxml=junit.xml"))
+    verdicts = _verdicts(read_json("report.json"))
+    assert {n: t["warm_start"]["status"] for n, t in verdicts.items()} == FEW_EXPECTED
+    pid = verdicts["test_pid"]["warm_start"]
+    line = FEW.splitlines().index("def by_pid(x):") + 1
+    assert f"by_pid (test_few.py:{line})" in pid["message"]
+    assert "gm (the graph): mul = " in pid["message"] or "did not describe" in pid["message"]
+    assert pid["file"].endswith("test_few.py")
+    assert pid["line"] == line
+    stable = verdicts["test_stable"]["warm_start"]
+    assert stable["lookups"] == stable["hits"] > 0
+    assert stable["message"] is None
+    assert stable["cold"]["seconds"] > 0
+    assert stable["warm"]["compiles"] == 1
+    result.stdout.fnmatch_lines(
+        [
+            "*test_few.py::test_stable: cold * s, warm * s; warm lookups *, hits * "
+            "(every lookup hit)",
+            "*warm start: 3 tests run cold, then warm, in fresh processes: 1 warm, 2 not;*",
+        ]
+    )
+    junit = Path("junit.xml").read_text()
+    assert 'name="recompile_warm_start" value="passed: cold' in junit
+
+
+@pytest.mark.inductor
+@pytest.mark.processes
+@pytest.mark.xdist
+@pytest.mark.differential
+def test_same_verdicts_reversed_under_xdist(pytester: pytest.Pytester) -> None:
+    """The file-order verdicts above, with the tests in reverse order and on two workers
+    (each worker runs its own tests' children; no cache directory is shared)."""
+    pytester.makepyfile(test_few=FEW)
+    pytester.makeconftest(REVERSE_CONFTEST)
+    args = ("-p", "xdist", "-n", "2", "-p", "no:randomly", "--reverse-order", REPORT)
+    pytester.runpytest_subprocess(*inner_args(*args))
+    assert _statuses(read_json("report.json")) == FEW_EXPECTED
+
+
+# -- the marker, the options, and children that give no verdict ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("marker", "wrong"),
+    [
+        ("warm_start(True)", "takes keyword arguments only"),
+        ("warm_start(allow=True)", "unknown keyword 'allow'"),
+        ("warm_start(allow_bypass=1)", "allow_bypass must be True or False, got 1"),
+        ("warm_start(dynamo='yes')", "dynamo must be True or False, got 'yes'"),
+    ],
+)
+def test_a_bad_marker_is_a_collection_error(run: Any, marker: str, wrong: str) -> None:
+    result = run(f"@pytest.mark.{marker}\ndef test_x():\n    pass\n")
+    assert_marker_error(
+        result,
+        f"*@pytest.mark.warm_start on test_it.py::test_x*{wrong}*"
+        f"accepted form is @pytest.mark.{WARM_START_FORM}*",
+    )
+
+
+def test_the_marker_is_documented(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(*inner_args("--markers"))
+    result.stdout.fnmatch_lines([f"@pytest.mark.{WARM_START_FORM}: run this test alone*"])
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon"])
+def test_a_bad_timeout_is_a_usage_error(pytester: pytest.Pytester, value: str) -> None:
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest(*inner_args(f"--recompile-warm-start-timeout={value}"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--recompile-warm-start-timeout: expected a whole number of*"])
+
+
+MARKED_CLASS = """
+pytestmark = pytest.mark.warm_start
+
+def step(x):
+    return x + 1
+
+class TestModel:
+    def test_one(self):
+        torch.compile(step, backend="eager")(torch.randn(3))
+"""
+
+
+def test_off_skips_the_check_and_says_so(run: Any) -> None:
+    """--recompile-warm-start=off: no child; the module's marker still gates its test."""
+    result = run(MARKED_CLASS, "--recompile-warm-start=off", "-p", "no:cacheprovider", REPORT)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*warm start: 1 marked test not checked (--recompile-warm-start=off)*"]
+    )
+    (test,) = read_json("report.json")["tests"]
+    assert test["warm_start"]["status"] == "skipped"
+
+
+IN_CHILD = """
+import os
+import time
+
+def in_a_warm_start_child():
+    return "pytest-recompile-warm-" in os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")
+
+def step(x):
+    return x + 1
+
+@pytest.mark.warm_start
+def test_fails_only_in_the_child():
+    torch.compile(step, backend="eager")(torch.randn(3))
+    assert not in_a_warm_start_child(), "this only fails in a child"
+
+@pytest.mark.warm_start
+def test_hangs_only_in_the_child():
+    if in_a_warm_start_child():
+        time.sleep(120)
+"""
+
+
+@pytest.mark.processes
+def test_a_child_that_fails_or_hangs_is_reported_as_such(run: Any) -> None:
+    """Never a cache verdict: what happened there, with the child's own error."""
+    result = run(IN_CHILD, "--recompile-warm-start-timeout=5", REPORT)
+    result.assert_outcomes(failed=2)
+    verdicts = _verdicts(read_json("report.json"))
+    failed = verdicts["test_fails_only_in_the_child"]["warm_start"]
+    assert failed["status"] == "error"
+    assert "the cold run of the warm-start check (the test failed" in failed["message"]
+    assert "this only fails in a child" in failed["message"]
+    hung = verdicts["test_hangs_only_in_the_child"]["warm_start"]
+    assert hung["status"] == "error"
+    assert "the process ran past the time limit" in hung["message"]
+    assert "stopped after 5 s (--recompile-warm-start-timeout)" in hung["message"]
+
+
+@pytest.mark.processes
+def test_report_only_shows_a_warm_start_failure_without_failing(run: Any) -> None:
+    source = "@pytest.mark.warm_start\ndef test_x():\n    pass\n"
+    result = run(source, "--recompile-mode=report-only", REPORT)
+    result.assert_outcomes(passed=1)
+    (test,) = read_json("report.json")["tests"]
+    assert test["warm_start"]["status"] == "failed"
+    assert "the test compiled nothing in either run" in test["warm_start"]["message"]
