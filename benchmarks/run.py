@@ -37,7 +37,7 @@ from harness import Options, Result, record, spread, write_json
 HERE = Path(__file__).resolve().parent
 # The order a full run takes them in; a module not named here runs after these.
 ORDER = ("startup", "gated", "hot", "kept", "certificate", "failfast", "isolation", "children",
-         "trace", "guards", "fast")  # fmt: skip
+         "trace", "guards", "fast", "warm_start")  # fmt: skip
 
 
 def benchmarks() -> list[ModuleType]:
