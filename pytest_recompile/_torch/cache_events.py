@@ -89,7 +89,12 @@ class _Handler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
-        if not isinstance(metadata, dict) or "artifact" not in metadata:
+        if not isinstance(metadata, dict):
+            return
+        if "compilation_metrics" in metadata:  # one per frame Dynamo compiled
+            self.lookups.metrics.append(metadata["compilation_metrics"])
+            return
+        if "artifact" not in metadata:
             return
         try:
             name = str(metadata["artifact"].get("name", ""))
@@ -109,11 +114,14 @@ class _Handler(logging.Handler):
 
 
 class Lookups:
-    """A process's cache lookups and frame compiles, from :meth:`start` to :meth:`stop`."""
+    """A process's cache lookups and frame compiles, from :meth:`start` to :meth:`stop`:
+    each compile as the compile hook saw it (its function named as the gate names it), and
+    any other Dynamo compile from torch's compile metrics (``aot_compile`` calls no hook)."""
 
     def __init__(self) -> None:
         self.events: list[CacheEvent] = []
         self.compiles: list[ChildCompile] = []
+        self.metrics: list[Any] = []  # torch's compile metrics, as its trace records them
         self.problems: list[str] = []
         self.off: list[str] = []  # what switched the caches off while something compiled
         self._undo: list[Callable[[], None]] = []
@@ -170,6 +178,22 @@ class Lookups:
         while self._undo:
             self._undo.pop()()
         named = {c["compile"]: c for c in self.compiles}
+        for metric in self.metrics:  # a compile the hook does not see (aot_compile)
+            if not isinstance(metric, dict):
+                continue
+            compile_id = _compile_id(str(metric.get("compile_id") or ""))
+            if compile_id in named:
+                continue
+            found: ChildCompile = {  # aot_compile's records name no frame
+                "compile": compile_id,
+                "function": str(metric.get("co_name") or "a function compiled ahead of time"),
+                "file": str(metric.get("co_filename") or ""),
+                "line": int(metric.get("co_firstlineno") or 0),
+                "inductor": True,  # its backend is not recorded: not said to lack a cache
+            }
+            if compile_id:
+                named[compile_id] = found
+            self.compiles.append(found)
         for event in self.events:
             compiled = named.get(_compile_id(event["compile"]))
             if compiled is not None:

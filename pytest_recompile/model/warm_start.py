@@ -228,6 +228,7 @@ def judge(
     precompiled = rule.dynamo and not warm["compiles"] and bool(cold["compiles"])
     if not lookups and not precompiled:
         problems.append(_no_lookup(cold, warm))
+        first = first or next(iter(warm["compiles"]), None)
     if not problems:
         return _result("passed", rule, None, notes, cold, warm)
     head = f"the warm start of this test compiled again ({rule.source}):"
