@@ -246,18 +246,22 @@ class Gate:
             verdict.warm_start = skipped_result(rule, "not checked (--recompile-warm-start=off)")
             return
         if self.restarts is None:
-            from .restarts.parent import Restarts
-
-            config = item.config
-            self.restarts = Restarts(
-                vars(config.option),
-                str(config.invocation_params.dir),
-                str(config.rootpath),
-                self.settings.warm_start_timeout,
-            )
+            self.restarts = self.faults.call(self._restarts, item.config)
+            if self.restarts is None:
+                return
         # the children compile in their own processes: nothing of theirs reaches the tracker
         verdict.warm_start = self.faults.call(
             self.restarts.check, str(item.path), item.nodeid, rule
+        )
+
+    def _restarts(self, config: pytest.Config) -> Restarts:
+        from .restarts.parent import Restarts
+
+        return Restarts(
+            vars(config.option),
+            str(config.invocation_params.dir),
+            str(config.rootpath),
+            self.settings.warm_start_timeout,
         )
 
     # -- child processes ------------------------------------------------------------------------

@@ -37,7 +37,13 @@ _COUNTERS = {
     "fx_graph": ("inductor", "fxgraph_cache_"),
     "aot_autograd": ("aot_autograd", "autograd_cache_"),
 }
-_OUTCOMES = {"hits": "hit", "misses": "miss", "bypasses": "bypass", "guard_misses": "guard_miss"}
+_OUTCOMES = {
+    "hits": "hit",
+    "misses": "miss",
+    "bypasses": "bypass",
+    "guard_misses": "guard_miss",
+    "saved": "saved",  # AOTAutograd's entries written (a forward waits for its backward)
+}
 
 
 def components(lines: object) -> dict[str, list[str]]:
@@ -132,17 +138,15 @@ class Lookups:
 
         trace = _internal.trace_log
         handler = _Handler(self)
-        found = (list(trace.handlers), trace.level, trace.propagate)
+        found = (trace.level, trace.propagate)
         trace.setLevel(logging.DEBUG)
         trace.propagate = False
         trace.addHandler(handler)
 
         def put_back_trace() -> None:
             trace.removeHandler(handler)
-            added = [h for h in trace.handlers if h not in found[0]]
-            trace.handlers = [*found[0], *added]
-            trace.setLevel(found[1])
-            trace.propagate = found[2]
+            trace.setLevel(found[0])
+            trace.propagate = found[1]
 
         aot = logging.getLogger(_AOT_LOGGER)
         aot_found = (aot.level, aot.propagate, list(aot.handlers))
@@ -202,12 +206,15 @@ class Lookups:
                 event["line"] = compiled["line"]
         now = counters()
         return {
-            cache: {
-                name: value - self._start.get(cache, {}).get(name, 0)
-                for name, value in figures.items()
-            }
+            cache: {name: _gained(value, self._start.get(cache, {}).get(name, 0))
+                    for name, value in figures.items()}
             for cache, figures in now.items()
-        }
+        }  # fmt: skip
+
+
+def _gained(now: int, before: int) -> int:
+    """A counter's gain; one that went down was cleared (``counters.clear()``): from 0."""
+    return now - before if now >= before else now
 
 
 def counters() -> dict[str, dict[str, int]]:

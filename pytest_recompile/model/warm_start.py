@@ -92,6 +92,7 @@ class ChildRun(TypedDict):
     functorch_config: dict[str, str]  # torch._functorch.config, portable part, as text
     components_named: bool  # this torch emitted the key components
     versions: dict[str, str | None]  # torch, triton, python
+    problems: list[str]  # the plugin's own, in the child (the capture could not start)
 
 
 def child_run(outcome: str, error: str | None = None, seconds: float = 0.0) -> ChildRun:
@@ -107,6 +108,7 @@ def child_run(outcome: str, error: str | None = None, seconds: float = 0.0) -> C
         "functorch_config": {},
         "components_named": False,
         "versions": {},
+        "problems": [],
     }
 
 
@@ -182,18 +184,32 @@ def judge(
 ) -> WarmStartResult:
     """The warm run against the cold one (files shown relative to ``root``)."""
     for name, run in (("cold", cold), ("warm", warm)):
+        faults = run.get("problems") or []
+        if faults:  # the plugin's own fault there: the check is not made, never failed
+            said = f"not checked: {'; '.join(faults)} (the {name} run)"
+            return _result("skipped", rule, said, [], cold, warm)
+        if run["outcome"] == "skipped":
+            last = (run["error"] or "").strip().splitlines()[-1:] or ["no reason"]
+            said = f"not checked: the test skipped itself in the {name} run ({last[0]})"
+            return _result("skipped", rule, said, [], cold, warm)
         if run["outcome"] != "passed":
             return _result("error", rule, _child_problem(name, run), [], cold, warm)
     problems: list[str] = []
     notes: list[str] = []
     first: CacheEvent | ChildCompile | None = None
     cold_events = _by_compile(cold["events"])
-    misses = [e for e in warm["events"] if e["outcome"] == "miss"]
-    for event in misses[:SHOWN]:
-        problems.append(_miss(event, cold_events, cold, warm, root))
+    misses = []  # each warm miss with its number among its compile's lookups of that cache
+    seen: dict[tuple[str, str], int] = {}
+    for event in warm["events"]:
+        index = seen.get((event["compile"], event["cache"]), 0)
+        seen[(event["compile"], event["cache"])] = index + 1
+        if event["outcome"] == "miss":
+            misses.append((event, index))
+    for event, index in misses[:SHOWN]:
+        problems.append(_miss(event, index, cold_events, cold, warm, root))
     if len(misses) > SHOWN:
         problems.append(f"and {plural(len(misses) - SHOWN, 'more miss', 'more misses')}")
-    first = misses[0] if misses else None
+    first = misses[0][0] if misses else None
     bypasses = [e for e in warm["events"] if e["outcome"] == "bypass"]
     for event in bypasses:
         reason = " ".join((event["reason"] or "torch gave no reason").split())
@@ -205,11 +221,24 @@ def judge(
             first = first or event
     counts = _counts(warm)
     counted_misses = sum(counts[c]["misses"] for c in CACHES)
-    if counted_misses > len(misses):  # a torch that emits no events for them
+    if counted_misses > len(misses):  # no artifact for them
         problems.append(
-            f"{plural(counted_misses - len(misses), 'cache miss', 'cache misses')} "
-            f"torch counted but did not describe (torch {warm['versions'].get('torch')})"
+            f"{_unsaid(counted_misses - len(misses), bool(misses), 'cache miss', 'es')} "
+            "(an entry whose compiled graph was missing from the cache, or a torch that "
+            f"describes none: torch {warm['versions'].get('torch')})"
         )
+        first = first or next(iter(warm["compiles"]), None)
+    counted_bypasses = sum(counts[c]["bypasses"] for c in CACHES)
+    if counted_bypasses > len(bypasses):  # torch 2.13 counts a failed save so, unsaid
+        said = (
+            f"{_unsaid(counted_bypasses - len(bypasses), bool(bypasses), 'bypass', 'es')} "
+            "(an entry torch could not save)"
+        )
+        if rule.allow_bypass:
+            notes.append(f"{said} (allowed by {rule.source})")
+        else:
+            problems.append(f"{said}; every start compiles it again")
+            first = first or next(iter(warm["compiles"]), None)
     if counted_misses and not warm["components_named"]:
         notes.append(
             f"torch {warm['versions'].get('torch')} does not name the key's components: "
@@ -234,6 +263,15 @@ def judge(
     head = f"the warm start of this test compiled again ({rule.source}):"
     body = "\n".join(f"  {p}" for p in problems)
     return _result("failed", rule, f"{head}\n{body}", notes, cold, warm, first)
+
+
+def _unsaid(count: int, more: bool, noun: str, ending: str) -> str:
+    """``2 more cache misses torch counted without describing them``."""
+    many = count != 1
+    return (
+        f"{count} {'more ' if more else ''}{noun}{ending if many else ''} torch counted "
+        f"without describing {'them' if many else 'it'}"
+    )
 
 
 def _child_problem(name: str, run: ChildRun) -> str:
@@ -275,6 +313,7 @@ def _by_compile(events: list[CacheEvent]) -> dict[tuple[str, str, int], CacheEve
 
 def _miss(
     event: CacheEvent,
+    index: int,
     cold_events: Mapping[tuple[str, str, int], CacheEvent],
     cold: ChildRun,
     warm: ChildRun,
@@ -284,23 +323,20 @@ def _miss(
     if event["status"] == "guard_miss":
         expr = event["guard_expr"] or "not stored"
         return f"{head}: an entry with this key exists but its guards failed: {expr}"
-    index = sum(
-        1
-        for e in warm["events"][: warm["events"].index(event)]
-        if e["compile"] == event["compile"] and e["cache"] == event["cache"]
-    )
     before = cold_events.get((event["compile"], event["cache"], index))
     if before is None:
         return f"{head}: the cold run made no such compile, so no entry could be saved for it"
-    if before["key"] == event["key"]:
-        if event["cache"] == "aot_autograd" and before["outcome"] == "miss":
+    if event["key"] is not None and before["key"] == event["key"]:
+        aot = cold["counters"].get("aot_autograd", {})
+        unsaved = aot.get("saved", 0) < aot.get("misses", 0)
+        if event["cache"] == "aot_autograd" and before["outcome"] == "miss" and unsaved:
             return (
                 f"{head}: the same key as the cold run, which saved no entry for it: a forward "
                 "compiled in grad mode whose backward never ran (AOTAutograd saves the entry "
                 "once the backward is compiled); for inference, call it under torch.no_grad() "
                 "or torch.inference_mode()"
             )
-        return f"{head}: the same key as the cold run, which saved no entry for it"
+        return f"{head}: the same key as the cold run, but its entry was not found (not saved)"
     moved = _moved(before, event, cold, warm)
     if not moved:
         if not event["components"] or not before["components"]:

@@ -122,9 +122,12 @@ def warm_start_lines(results: list[tuple[str, TestResult]]) -> list[str]:
         return []
     lines = []
     spent = 0.0
+    off = [n for n, w in checked if w["status"] == "skipped" and w["cold"] is None]
     skipped = [n for n, w in checked if w["status"] == "skipped"]
     for nodeid, warm in checked:
         if warm["status"] == "skipped":
+            if warm["cold"] is not None:  # a child skipped, or the capture failed there
+                lines.append(f"warm start: {nodeid}: {warm['message']}")
             continue
         spent += sum(r["seconds"] for r in (warm["cold"], warm["warm"]) if r is not None)
         said = {"passed": "every lookup hit", "failed": "compiled again", "error": "no verdict"}
@@ -139,9 +142,9 @@ def warm_start_lines(results: list[tuple[str, TestResult]]) -> list[str]:
             f"warm start: {plural(ran, 'test')} run cold, then warm, in fresh processes: "
             f"{passed} warm, {ran - passed} not; the child processes took {seconds_text(spent)}"
         )
-    if skipped:
+    if off:
         lines.append(
-            f"warm start: {plural(len(skipped), 'marked test')} not checked "
+            f"warm start: {plural(len(off), 'marked test')} not checked "
             "(--recompile-warm-start=off)"
         )
     return lines

@@ -15,10 +15,13 @@ import os
 import pickle
 from typing import Any
 
+import pluggy
+
 from ..model.names import WARM_CHILD_ENV
 from ..model.warm_start import ChildRun, child_run
 
 _STATE: dict[str, Any] = {"outcome": "not run", "error": None, "lookups": None, "problems": []}
+_HOOK = pluggy.HookimplMarker("pytest")  # pytest's own marker, without importing pytest
 
 
 def _spec() -> dict[str, Any]:
@@ -29,13 +32,15 @@ def _spec() -> dict[str, Any]:
     return spec
 
 
+@_HOOK(tryfirst=True)
 def pytest_cmdline_main(config: Any) -> None:
-    """Before pytest's own (a ``-p`` plugin is registered after it, so called first)."""
+    """Before any other plugin's (pytest-xdist's, pytest's own session)."""
     with open(_spec()["options"], "rb") as f:
         options: dict[str, Any] = pickle.load(f)
     vars(config.option).update(options)
 
 
+@_HOOK(tryfirst=True)
 def pytest_runtestloop(session: Any) -> None:
     try:
         import torch
@@ -48,8 +53,8 @@ def pytest_runtestloop(session: Any) -> None:
         lookups = Lookups()
         lookups.start()
         _STATE["lookups"] = lookups
-    except Exception as exc:  # told in the result: the parent says it
-        _STATE["problems"].append(f"the capture could not start: {exc!r}")
+    except Exception as exc:  # told in the result: the parent says it, never as a failure
+        _STATE["problems"].append(f"the capture could not start in the child: {exc!r}")
 
 
 def pytest_runtest_logreport(report: Any) -> None:
@@ -79,11 +84,11 @@ def result() -> ChildRun:
     run = child_run(_STATE["outcome"], _STATE["error"])
     lookups = _STATE["lookups"]
     if lookups is None:
-        if _STATE["problems"] and run["outcome"] == "passed":
-            run["outcome"], run["error"] = "failed", "\n".join(_STATE["problems"])
+        run["problems"] = list(_STATE["problems"])
         return run
     from .._torch import cache_events
 
+    run["problems"] = [*_STATE["problems"], *lookups.problems]
     run["counters"] = lookups.stop()
     run["events"] = lookups.events
     run["compiles"] = lookups.compiles

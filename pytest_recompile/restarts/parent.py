@@ -72,6 +72,12 @@ _OVERRIDES: dict[str, Any] = {
     "help": False,
     "version": False,
     "reruns": 0,  # pytest-rerunfailures: a warm run that failed once is not a warm start
+    "forked": False,  # pytest-forked: the test would run in a grandchild, unseen
+    "splits": None,  # pytest-split: the named test is the whole run
+    "group": None,
+    "benchmark_json": None,  # pytest-benchmark's files are the parent's
+    "benchmark_save": None,
+    "benchmark_autosave": False,
     # the plugin's own outputs are the parent's; a child runs no warm-start check itself
     "recompile_report": None,
     "recompile_report_md": None,
@@ -81,7 +87,22 @@ _OVERRIDES: dict[str, Any] = {
     "recompile_baseline_update": False,
     "recompile_baseline_prune": False,
     "recompile_warm_start": "off",
+    # a fresh process's verdict on the caches, not on recompiles: the parent gated those
+    "recompile_mode": "report-only",
 }
+# ini options a child must not read from the user's ini file (an option left unset there
+# falls back to its ini twin): the plugin's outputs, pytest's log file; and addopts, whose
+# values arrive with the parent's option values already
+_INI_OFF = (
+    "addopts=",
+    "recompile_report=",
+    "recompile_report_md=",
+    "recompile_trace=",
+    "recompile_durations=",
+    "recompile_github=off",
+    "recompile_warm_start=off",
+    "recompile_mode=report-only",
+)
 # options that shape the start-up (plugins, ini file, conftests): given on the command line
 _EARLY = {
     "inifilename": "-c",
@@ -127,10 +148,11 @@ class Restarts:
 
     @staticmethod
     def environment(cache: str) -> dict[str, str]:
-        """The parent's environment, less the gate's contract with its test's children and
-        pytest-xdist's worker variables, with the test's own cache directory."""
+        """The parent's environment, less the gate's contract with its test's children,
+        pytest-xdist's worker variables and ``PYTEST_ADDOPTS`` (its values arrive with the
+        parent's option values), with the test's own cache directory."""
         environ = dict(os.environ)
-        for name in (SPOOL_ENV, SHADOWED_ENV, "PYTEST_CURRENT_TEST"):
+        for name in (SPOOL_ENV, SHADOWED_ENV, "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS"):
             environ.pop(name, None)
         for name in [n for n in environ if n.startswith("PYTEST_XDIST_")]:
             environ.pop(name)
@@ -176,6 +198,9 @@ class Restarts:
                     + _tail(output),
                     time.perf_counter() - started,
                 )
+            except BaseException:  # interrupted (Ctrl-C, a per-test timeout): no orphan
+                _stop(process)
+                raise
         seconds = time.perf_counter() - started
         try:
             with open(result, encoding="utf-8") as f:
@@ -219,6 +244,9 @@ def _arguments(options: dict[str, Any]) -> list[str]:
         args.append("--noconftest")
     for override in options.get("override_ini") or []:
         args += ["-o", str(override)]
+    off = [*_INI_OFF, *(["log_file="] if "log_file" in options else [])]
+    for override in off:  # after the user's: the last one given wins
+        args += ["-o", override]
     return args
 
 

@@ -97,9 +97,43 @@ def test_autograd_config_is_named_by_the_functorch_option() -> None:
 
 def test_the_same_key_a_cold_forward_never_saved_is_explained() -> None:
     cold, warm = event("miss", "aot_autograd"), event("miss", "aot_autograd")
-    message = judge(ran(cold), ran(warm), RULE)["message"] or ""
+    unsaved = ran(cold, counters={"aot_autograd": {"misses": 1, "saved": 0}})
+    message = judge(unsaved, ran(warm), RULE)["message"] or ""
     assert "a forward compiled in grad mode whose backward never ran" in message
     assert "torch.no_grad() or torch.inference_mode()" in message
+    saved = ran(cold, counters={"aot_autograd": {"misses": 1, "saved": 1}})
+    message = judge(saved, ran(warm), RULE)["message"] or ""
+    assert "the same key as the cold run, but its entry was not found (not saved)" in message
+    keyless = event("miss", "aot_autograd", key=None)
+    message = judge(ran(keyless), ran(keyless), RULE)["message"] or ""
+    assert "same key" not in message
+
+
+def test_a_bypass_only_torch_s_counters_saw_is_judged() -> None:
+    counted = {"aot_autograd": {"bypasses": 1}}
+    warm = ran(event("hit"), counters=counted)
+    result = judge(ran(event("miss")), warm, RULE)
+    assert result["status"] == "failed"
+    assert "1 bypass torch counted without describing it (an entry torch could not save)" in (
+        result["message"] or ""
+    )
+    allowed = judge(ran(event("miss")), warm, WarmStartRule(allow_bypass=True))
+    assert allowed["status"] == "passed"
+
+
+def test_a_child_that_skipped_or_a_capture_that_failed_checks_nothing() -> None:
+    skipped = child_run("skipped", "Skipped: needs a GPU")
+    result = judge(skipped, child_run("not run"), RULE)
+    assert result["status"] == "skipped"
+    assert result["message"] == (
+        "not checked: the test skipped itself in the cold run (Skipped: needs a GPU)"
+    )
+    broken = ran(event("miss"), problems=["the capture could not start in the child: boom"])
+    result = judge(broken, ran(event("hit")), RULE)
+    assert result["status"] == "skipped"  # the plugin's fault never fails the test
+    assert "the capture could not start in the child: boom (the cold run)" in (
+        result["message"] or ""
+    )
 
 
 def test_a_guard_miss_shows_torch_s_guard_expression() -> None:
@@ -146,9 +180,10 @@ def test_counters_alone_decide_where_torch_names_no_components() -> None:
     warm = ran(counters={"fx_graph": {"misses": 1}})
     result = judge(cold, warm, RULE)
     assert result["status"] == "failed"
-    assert "1 cache miss torch counted but did not describe (torch 2.13.0)" in (
+    assert "1 cache miss torch counted without describing it (an entry whose" in (
         result["message"] or ""
     )
+    assert "torch that describes none: torch 2.13.0)" in (result["message"] or "")
     assert any("does not name the key's components" in n for n in result["notes"])
 
 
