@@ -239,7 +239,7 @@ def _arguments(options: dict[str, Any]) -> list[str]:
     for name, flag in _EARLY.items():
         value = options.get(name)
         if value:
-            args.append(f"{flag}={value}")
+            args += [flag, str(value)]
     if options.get("noconftest"):
         args.append("--noconftest")
     for override in options.get("override_ini") or []:

@@ -245,3 +245,39 @@ def test_two_long_values_read_apart_where_they_differ() -> None:
     message = judge(ran(cold), ran(warm), RULE)["message"] or ""
     assert "aot_config: ...e='self'), index='scale_1401')]) -> " in message
     assert " -> ...e='self'), index='scale_9907')])" in message
+
+
+def test_a_child_reads_none_of_the_user_s_output_options() -> None:
+    """An option left unset falls back to its ini twin: the child is told the outputs and
+    addopts in -o, after the user's own, and takes no option that would select, spread,
+    fork or write."""
+    import pickle
+
+    from pytest_recompile.restarts.parent import _arguments, _taken
+
+    options = {
+        "plugins": ["recompile", "no:randomly"],
+        "override_ini": ["recompile_report=mine.json"],
+        "log_file": "run.log",
+        "inifilename": "setup.cfg",
+        "numprocesses": 2,
+        "dist": "load",
+        "xmlpath": "junit.xml",
+        "recompile_report": "report.json",
+        "keyword": "slow",
+        "runslow": True,  # a conftest's own option: taken
+    }
+    args = _arguments(options)
+    assert args[:6] == ["-p", "recompile", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    assert args[args.index("-c") + 1] == "setup.cfg"
+    overrides = [args[i + 1] for i, a in enumerate(args) if a == "-o"]
+    assert overrides[0] == "recompile_report=mine.json"
+    assert overrides.index("recompile_report=") > 0  # the last one given wins
+    assert {"addopts=", "log_file=", "recompile_trace=", "recompile_mode=report-only"} <= set(
+        overrides
+    )
+    taken = pickle.loads(_taken(options))
+    assert taken["runslow"] is True
+    assert (taken["numprocesses"], taken["dist"], taken["xmlpath"]) == (None, "no", None)
+    assert (taken["keyword"], taken["recompile_report"]) == ("", None)
+    assert "plugins" not in taken
