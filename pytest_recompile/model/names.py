@@ -80,6 +80,9 @@ SPOOL_ENV = "PYTEST_RECOMPILE_SPOOL"
 SPOOL_OWNER = "owner"
 SHADOWED_ENV = "PYTEST_RECOMPILE_SITECUSTOMIZE"  # "sys.prefix|file" of the session's own
 WARM_CHILD_ENV = "PYTEST_RECOMPILE_WARM_CHILD"  # a warm-start child's spec (restarts/child.py)
+# set in both warm-start children only: a folder of the test's own that the two share (where a
+# test saves precompiled code for the warm run), removed afterwards
+WARM_START_DIR_ENV = "PYTEST_RECOMPILE_WARM_START_DIR"
 
 HEADROOM = 2  # the suggested recompile_limit: this many times the most entries seen
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..children.parent import STARTUP
 from ..model.budget import WarmStartRule
-from ..model.names import SHADOWED_ENV, SPOOL_ENV, WARM_CHILD_ENV
+from ..model.names import SHADOWED_ENV, SPOOL_ENV, WARM_CHILD_ENV, WARM_START_DIR_ENV
 from ..model.results import WarmStartResult
 from ..model.warm_start import ChildRun, child_run, judge
 
@@ -163,6 +163,9 @@ class Restarts:
             environ.pop("PYTHONPATH", None)
         environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache, "inductor")
         environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
+        shared = os.path.join(cache, "shared")
+        os.makedirs(shared, exist_ok=True)
+        environ[WARM_START_DIR_ENV] = shared
         return environ
 
     def _run(
