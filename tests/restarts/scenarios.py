@@ -133,19 +133,15 @@ def test_freezing():
 
 
 @pytest.mark.warm_start(allow_bypass=True)
-def test_freezing_allowed():
+def test_bypasses_allowed():
     with torch._inductor.config.patch(freezing=True), torch.no_grad():
         torch.compile(mlp(8).eval())(torch.randn(2, 8))
+    torch.compile(squared)(torch.randn(13, requires_grad=True))
 
 
 @pytest.mark.warm_start
 def test_autograd_function():
     torch.compile(squared)(torch.randn(12, requires_grad=True))
-
-
-@pytest.mark.warm_start(allow_bypass=True)
-def test_autograd_function_allowed():
-    torch.compile(squared)(torch.randn(13, requires_grad=True))
 
 
 @pytest.mark.warm_start
@@ -181,14 +177,13 @@ EXPECTED = {
     "test_buffer_named_by_id": ("failed", ["aot_config: ...", "scale_"]),
     "test_forward_without_backward": ("failed", ["whose backward never ran", "torch.no_grad()"]),
     "test_freezing": ("failed", ["bypassed", "freezing"]),
-    "test_freezing_allowed": ("passed", []),
+    "test_bypasses_allowed": ("passed", []),
     "test_autograd_function": ("failed", ["bypassed"]),
-    "test_autograd_function_allowed": ("passed", []),
     "test_eager_only": ("failed", ["no cache lookup", "backend that has no cache"]),
     "test_caches_off": ("failed", ["no cache lookup", "force_disable_caches"]),
     "test_fails_by_itself": ("own", ["its own failure"]),
 }
-ALLOW_BYPASS = {"test_freezing_allowed", "test_autograd_function_allowed"}
+ALLOW_BYPASS = {"test_bypasses_allowed"}
 
 # The oracle: a pytest run of the whole module in one fresh process, torch's own counters read
 # around each test (run twice, cold then warm, sharing a cache directory).

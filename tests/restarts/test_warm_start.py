@@ -66,8 +66,8 @@ GROUPS = {
         "test_buffer_named_by_id", "test_eager_only",
     ],
     "bypassed": [
-        "test_freezing", "test_freezing_allowed", "test_autograd_function",
-        "test_autograd_function_allowed", "test_caches_off",
+        "test_freezing", "test_autograd_function", "test_bypasses_allowed",
+        "test_caches_off",
     ],
 }  # fmt: skip
 
@@ -118,8 +118,8 @@ def test_each_scenario_is_judged_as_torch_s_counters_say(
     if group == "bypassed":
         result.stdout.fnmatch_lines(
             [
-                "*warm start: test_scenarios.py::test_freezing_allowed: cold * s, warm * s; "
-                "warm lookups 2, hits 0 (bypasses allowed by @warm_start(allow_bypass=True))"
+                "*warm start: test_scenarios.py::test_bypasses_allowed: cold * s, warm * s; "
+                "warm lookups 4, hits 1 (bypasses allowed by @warm_start(allow_bypass=True))"
             ]
         )
 
@@ -164,20 +164,24 @@ FEW_EXPECTED = {"test_stable": "passed", "test_pid": "failed", "test_eager": "fa
 
 @pytest.mark.inductor
 @pytest.mark.processes
-def test_a_restart_that_compiles_again_names_the_constant(
-    pytester: pytest.Pytester, run: Any
-) -> None:
-    """The representative few, for every torch lane: a stable function passes, a constant
-    derived from the pid fails naming the graph's line (or, where torch does not name
-    components, from its counters), an eager-only test never passes silently."""
+@pytest.mark.xdist
+def test_a_restart_that_compiles_again_names_the_constant(pytester: pytest.Pytester) -> None:
+    """The representative few, for every torch lane, in reverse order on two xdist workers
+    (each runs its own tests' children; no cache directory is shared): the verdicts the
+    scenario suite gets in file order. A stable function passes, a constant derived from the
+    pid fails naming the graph's line (or, where torch does not name components, from its
+    counters), an eager-only test never passes silently."""
     pytester.makepyfile(test_few=FEW)
-    result = pytester.runpytest(*inner_args("-p", "no:randomly", REPORT, "--junitxml=junit.xml"))
+    pytester.makeconftest(REVERSE_CONFTEST)
+    args = ("-p", "xdist", "-n", "2", "-p", "no:randomly", "--reverse-order", REPORT)
+    result = pytester.runpytest_subprocess(*inner_args(*args, "--junitxml=junit.xml"))
     verdicts = _verdicts(read_json("report.json"))
-    assert {n: t["warm_start"]["status"] for n, t in verdicts.items()} == FEW_EXPECTED
+    assert _statuses(read_json("report.json")) == FEW_EXPECTED
     pid = verdicts["test_pid"]["warm_start"]
     line = Path("test_few.py").read_text().splitlines().index("def by_pid(x):") + 1
     assert f"by_pid (test_few.py:{line})" in pid["message"]
-    assert "gm (the graph): mul = " in pid["message"] or "did not describe" in pid["message"]
+    named = "gm (the graph): mul = " in pid["message"]
+    assert named or "torch counted without describing" in pid["message"]
     assert pid["file"].endswith("test_few.py")
     assert pid["line"] == line
     stable = verdicts["test_stable"]["warm_start"]
@@ -194,20 +198,6 @@ def test_a_restart_that_compiles_again_names_the_constant(
     )
     junit = Path("junit.xml").read_text()
     assert 'name="recompile_warm_start" value="passed: cold' in junit
-
-
-@pytest.mark.inductor
-@pytest.mark.processes
-@pytest.mark.xdist
-@pytest.mark.differential
-def test_same_verdicts_reversed_under_xdist(pytester: pytest.Pytester) -> None:
-    """The file-order verdicts above, with the tests in reverse order and on two workers
-    (each worker runs its own tests' children; no cache directory is shared)."""
-    pytester.makepyfile(test_few=FEW)
-    pytester.makeconftest(REVERSE_CONFTEST)
-    args = ("-p", "xdist", "-n", "2", "-p", "no:randomly", "--reverse-order", REPORT)
-    pytester.runpytest_subprocess(*inner_args(*args))
-    assert _statuses(read_json("report.json")) == FEW_EXPECTED
 
 
 # -- the marker, the options, and children that give no verdict ---------------------------------
@@ -292,7 +282,7 @@ def test_hangs_only_in_the_child():
 @pytest.mark.processes
 def test_a_child_that_fails_or_hangs_is_reported_as_such(run: Any) -> None:
     """Never a cache verdict: what happened there, with the child's own error."""
-    result = run(IN_CHILD, "--recompile-warm-start-timeout=20", REPORT)
+    result = run(IN_CHILD, "--recompile-warm-start-timeout=12", REPORT)
     result.assert_outcomes(failed=2)
     verdicts = _verdicts(read_json("report.json"))
     failed = verdicts["test_fails_only_in_the_child"]["warm_start"]
@@ -302,7 +292,7 @@ def test_a_child_that_fails_or_hangs_is_reported_as_such(run: Any) -> None:
     hung = verdicts["test_hangs_only_in_the_child"]["warm_start"]
     assert hung["status"] == "error"
     assert "the process ran past the time limit" in hung["message"]
-    assert "stopped after 20 s (--recompile-warm-start-timeout)" in hung["message"]
+    assert "stopped after 12 s (--recompile-warm-start-timeout)" in hung["message"]
 
 
 @pytest.mark.processes
