@@ -25,18 +25,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model.warm_start import CACHES_OFF_VARIABLES, CacheEvent, ChildCompile
-from . import events, hooks
+from . import caches, events, hooks
 
-_TRACE_LOGGER = "torch.__trace"
 _AOT_LOGGER = "torch._functorch._aot_autograd.autograd_cache"
 _ARTIFACT = re.compile(r"^(fx_graph|aotautograd)_cache_(hit|miss|bypass|hash)$")
 _CACHE = {"fx_graph": "fx_graph", "aotautograd": "aot_autograd"}
 _COMPONENT = re.compile(r"^\[(\w+)\] ([^:\n]+): (.*)$", re.DOTALL)
 # counters' group and names -> the figures a child hands back
-_COUNTERS = {
-    "fx_graph": ("inductor", "fxgraph_cache_"),
-    "aot_autograd": ("aot_autograd", "autograd_cache_"),
-}
 _OUTCOMES = {
     "hits": "hit",
     "misses": "miss",
@@ -225,7 +220,7 @@ def counters() -> dict[str, dict[str, int]]:
         cache: {
             name: int(table[group].get(prefix + counter, 0)) for name, counter in _OUTCOMES.items()
         }
-        for cache, (group, prefix) in _COUNTERS.items()
+        for cache, (group, prefix) in caches.CACHES.items()
     }
 
 

@@ -198,13 +198,8 @@ def judge(
     notes: list[str] = []
     first: CacheEvent | ChildCompile | None = None
     cold_events = _by_compile(cold["events"])
-    misses = []  # each warm miss with its number among its compile's lookups of that cache
-    seen: dict[tuple[str, str], int] = {}
-    for event in warm["events"]:
-        index = seen.get((event["compile"], event["cache"]), 0)
-        seen[(event["compile"], event["cache"])] = index + 1
-        if event["outcome"] == "miss":
-            misses.append((event, index))
+    # each warm miss with its number among its compile's lookups of that cache
+    misses = [(e, i) for e, i in _numbered(warm["events"]) if e["outcome"] == "miss"]
     for event, index in misses[:SHOWN]:
         problems.append(_miss(event, index, cold_events, cold, warm, root))
     if len(misses) > SHOWN:
@@ -299,16 +294,21 @@ def _where(event: CacheEvent | ChildCompile, root: str | None) -> str:
     return f"{cache} of {function}{place}" if cache else f"{function}{place}"
 
 
-def _by_compile(events: list[CacheEvent]) -> dict[tuple[str, str, int], CacheEvent]:
-    """Each event by (compile id, cache, its number among that compile's lookups there):
-    the cold run's event of the same compile as a warm one."""
-    found: dict[tuple[str, str, int], CacheEvent] = {}
+def _numbered(events: list[CacheEvent]) -> list[tuple[CacheEvent, int]]:
+    """Each event with its number among its compile's lookups of its cache."""
     seen: dict[tuple[str, str], int] = {}
+    found = []
     for event in events:
         index = seen.get((event["compile"], event["cache"]), 0)
         seen[(event["compile"], event["cache"])] = index + 1
-        found[(event["compile"], event["cache"], index)] = event
+        found.append((event, index))
     return found
+
+
+def _by_compile(events: list[CacheEvent]) -> dict[tuple[str, str, int], CacheEvent]:
+    """Each event by (compile id, cache, its number among that compile's lookups there):
+    the cold run's event of the same compile as a warm one."""
+    return {(e["compile"], e["cache"], i): e for e, i in _numbered(events)}
 
 
 def _miss(
