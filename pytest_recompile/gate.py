@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from ._torch import entries, events, hooks, instruments, versions
+from .budgets import assign_budgets
 from .children import child, parent
-from .collection import assign_budgets
 from .isolation.ledger import Ledger
 from .isolation.owners import Compiled, Owner
 from .isolation.threads import Threads
@@ -196,7 +196,7 @@ class Gate:
         compile, reused (inside torch's guard evaluation: contained, never raises)."""
         tracker = self._tracker_of(owner)
         if tracker is not None:
-            self.faults.call(tracker.on_reuse, made.event, made.seconds, made.guards)
+            self.faults.call(tracker.on_reuse, made.event, made.seconds, made.guards, made.work)
 
     @property
     def running_tracker(self) -> RecompileTracker | None:

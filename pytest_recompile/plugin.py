@@ -171,9 +171,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group,
         parser,
         "baseline",
-        "compare each test with its recorded recompiles and guards in PATH: more fails, fewer "
-        "recompiles are reported.",
+        "compare each test with its recorded recompiles, guards and compile work in PATH: "
+        "more fails (compile work past --recompile-work-tolerance), fewer recompiles are "
+        "reported.",
     )
+    group.addoption(
+        "--recompile-work-tolerance",
+        default=None,
+        dest="recompile_work_tolerance",
+        metavar="SPEC",
+        help="how far each test's compile work may grow past its baseline before it fails, "
+        "in percent per measure: graphs, ops, kernels, restarts, subgraphs (default "
+        "graphs=0,ops=5,kernels=5,restarts=0,subgraphs=0; those named override).",
+    )
+    parser.addini("recompile_work_tolerance", "like --recompile-work-tolerance=SPEC", default="")
     add_path_option(
         group,
         parser,
@@ -232,7 +243,7 @@ def pytest_configure(config: pytest.Config) -> None:
     worker = hasattr(config, "workerinput")
     controller = not worker and xdist_controller(config)
     if settings.report is not None:  # what ran of what was collected, for combine
-        from .collected import register_collection
+        from .selection import register_collection
 
         register_collection(config, controller)
     if controller:
@@ -324,7 +335,7 @@ def pytest_make_collect_report(
     report = yield
     items = list(marked(report.result)) if report.passed else []
     if items:
-        from .collection import marker_errors
+        from .budgets import marker_errors
 
         errors = marker_errors(items, collector.config.stash[SETTINGS_KEY])
         if errors:
@@ -379,9 +390,9 @@ def gated(items: list[pytest.Item], uses: bool, settings: Settings) -> bool:
     """Whether some test is gated. Every test's budget is stashed on it (once) whenever the
     gate may run, so that one a plugin removed a marker from since is not gated."""
     if next(marked(items), None) is None and not (
-        settings.baseline_counts or settings.baseline_guards or uses
+        settings.baseline_counts or settings.baseline_guards or settings.baseline_work or uses
     ):
         return False
-    from .collection import assign_budgets
+    from .budgets import assign_budgets
 
     return assign_budgets(items, settings)

@@ -20,7 +20,6 @@ import pytest
 
 from . import __version__
 from ._torch import caches, instruments, versions
-from .collected import COLLECTION_KEY
 from .model.messages import other_torch
 from .model.names import PREFIX
 from .model.results import Carried, Environment, ReportSettings
@@ -41,6 +40,7 @@ from .reports.terminal import (
     switched_off_line,
     terminal_lines,
 )
+from .selection import COLLECTION_KEY
 from .settings import Settings, require_torch
 
 

@@ -58,6 +58,11 @@ class Settings:
     baseline_counts: Mapping[str, int] = MappingProxyType({})  # nodeid -> recompiles
     # nodeid -> function -> its most guards and its guards on the user's values
     baseline_guards: Mapping[str, Mapping[str, GuardBaseline]] = MappingProxyType({})
+    # nodeid -> function -> its compile work's ratcheted counts (model/work.py)
+    baseline_work: Mapping[str, Mapping[str, Mapping[str, int]]] = MappingProxyType({})
+    # percent each count of compile work may grow past the baseline's, by measure (None: the
+    # defaults, model/work.py's DEFAULT_TOLERANCE)
+    work_tolerance: Mapping[str, int] | None = None
     baseline_update: bool = False  # write the baseline from this run instead of comparing
     baseline_prune: bool = False  # the update drops the entries of tests that did not run
     # "baseline from torch 2.14.1; this run 2.15.0" when the baseline was taken on another torch
@@ -113,6 +118,7 @@ class Settings:
             certify_marks=_choice(config, "recompile_certify_marks", PROCESS_MODES) == "on",
             warm_start=_choice(config, "recompile_warm_start", PROCESS_MODES) == "on",
             warm_start_timeout=_warm_start_timeout(config),
+            work_tolerance=_work_tolerance(config),
         )
         return _with_files(config, settings.replace(trace=_trace_dir(config)))
 
@@ -206,6 +212,25 @@ def warm_start_timeout_option(text: str) -> int:
             f"1 or more, that each warm-start child process may run; got {text!r}"
         )
     return value
+
+
+def _work_tolerance(config: pytest.Config) -> Mapping[str, int] | None:
+    """--recompile-work-tolerance=SPEC, else its ini twin, over the defaults; a bad SPEC is a
+    usage error naming what is accepted."""
+    from .model.budget import BudgetError
+    from .model.work import parse_tolerance
+
+    text = config.getoption("recompile_work_tolerance")
+    where = "--recompile-work-tolerance"
+    if text is None:
+        text = str(config.getini("recompile_work_tolerance") or "")
+        where = "ini option recompile_work_tolerance"
+    if not text.strip():
+        return None
+    try:
+        return MappingProxyType(parse_tolerance(text, f"{PREFIX} {where}"))
+    except BudgetError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _max_guards(config: pytest.Config) -> Rule[int] | None:

@@ -41,6 +41,7 @@ _UNREGISTER: list[Callable[[], None]] = []  # how to take the one hook out of to
 def _hook() -> str:
     if _SUBSCRIBERS:
         event = events.event_from(events.compile_frame(sys._getframe(1)))
+        instruments.compile_began(events.compile_key(event.code, event.compile_id))
         for callback in list(_SUBSCRIBERS):
             callback(event)
     return ""
@@ -64,6 +65,8 @@ def _guards_built(previous: Callable[..., Any] | None) -> Callable[..., Any]:
             figure: float | str | None = stand_ins.check_us(guard_manager, f_locals)
         except Exception as exc:  # never an error of the user's compile: the figure gives way
             figure = f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(Exception):  # the graph's figures give way likewise
+            instruments.graph_built(sys._getframe(1))
         with contextlib.suppress(TypeError):  # a manager that takes no weak reference: no figure
             _CHECKED[guard_manager] = figure
         return None

@@ -1,6 +1,6 @@
 """torch's own instruments, read for a block: graph breaks and fullgraph blocks, CUDA-graph
-recordings and compile callbacks, compile seconds, the stance and Dynamo's config, the
-structured-trace logger, and the devices."""
+recordings and compile callbacks, compile seconds and counted compile work, the stance and
+Dynamo's config, the structured-trace logger, and the devices."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import contextvars
 import functools
 import os
 import sys
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from . import events, versions
 
 if TYPE_CHECKING:
     from ..model.records import GraphBreak
+    from ..model.work import CompileWork
 
 # Metric capacity while a tracker is active (torch keeps 64 by default).
 METRICS_CAPACITY = 4096
@@ -371,7 +374,7 @@ class CompileSeconds:
         import torch._dynamo.utils as dynamo_utils
 
         metrics = dynamo_utils._compilation_metrics
-        found = {}
+        found: dict[events.CompileKey, float] = {}
         if metrics and metrics[-1] is not self._last:
             found = seconds_by_compile(after=self._last)
         self._last = None  # a metric holds tens of kilobytes: never kept past the block
@@ -411,13 +414,18 @@ def guard_metrics(keys: Iterable[events.CompileKey]) -> dict[events.CompileKey, 
 
 def newest_figures(
     keys: list[events.CompileKey],
-) -> dict[events.CompileKey, tuple[float | None, GuardMetrics]]:
-    """The seconds and guard metrics of these compiles, each its newest metric's, read in one
-    pass (a compile another test may reuse: the test that takes it is told both)."""
+) -> dict[events.CompileKey, tuple[float | None, GuardMetrics, CompileWork]]:
+    """The seconds, guard metrics and counted work of these compiles, each its newest
+    metric's, read in one pass (a compile another test may reuse: the test that takes it is
+    told all three)."""
     found = {}
     for key, metric in _newest_metrics(keys).items():
         seconds = metric.entire_frame_compile_time_s
-        found[key] = (float(seconds) if seconds is not None else None, _guard_metrics(metric))
+        found[key] = (
+            float(seconds) if seconds is not None else None,
+            _guard_metrics(metric),
+            work_of(metric, key),
+        )
     return found
 
 
@@ -482,6 +490,114 @@ def seconds_by_compile(after: Any = None) -> dict[events.CompileKey, float]:
         if key is not None and seconds is not None:
             result[key] = result.get(key, 0.0) + float(seconds)
     return result
+
+
+def newest_work(keys: Iterable[events.CompileKey]) -> dict[events.CompileKey, CompileWork]:
+    """The counted work (:func:`work_of`) of these compiles, each its newest metric's."""
+    return {key: work_of(metric, key) for key, metric in _newest_metrics(keys).items()}
+
+
+# -- counted compile work ----------------------------------------------------------------------
+
+# What each compile's graph held, read when torch built its guards (the graph is gone once
+# the compile returns): Inductor kernels generated, distinct nested_compile_region subgraphs
+# and their calls, by compile key. Plain counts only, nothing of the user's; the newest kept.
+GraphFigures = tuple[int | None, int | None, int | None]
+_GRAPHS: OrderedDict[events.CompileKey, GraphFigures] = OrderedDict()
+_STARTED: dict[int, tuple[events.CompileKey, int | None]] = {}  # by thread: key, kernels then
+
+
+def kernel_count() -> int | None:
+    """Inductor's running count of the kernels it generated (0 before Inductor is imported:
+    none yet); None where this torch keeps no count."""
+    metrics = sys.modules.get("torch._inductor.metrics")
+    if metrics is None:
+        return 0
+    count = getattr(metrics, "generated_kernel_count", None)
+    return int(count) if isinstance(count, int) else None
+
+
+def compile_began(key: events.CompileKey) -> None:
+    """A frame compile begins (the compile hook): the kernel count it starts from."""
+    _STARTED[threading.get_ident()] = (key, kernel_count())
+
+
+def graph_built(frame: Any) -> None:
+    """torch built the guards of the compile that began last on this thread (the
+    guards-built hook; ``frame`` is the hook's caller): count what its graph holds."""
+    began = _STARTED.pop(threading.get_ident(), None)
+    if began is None:
+        return
+    key, kernels_then = began
+    now = kernel_count()
+    kernels = now - kernels_then if now is not None and kernels_then is not None else None
+    subgraphs, calls = _subgraphs(frame)
+    _GRAPHS[key] = (kernels, subgraphs, calls)
+    _GRAPHS.move_to_end(key)
+    while len(_GRAPHS) > METRICS_CAPACITY:
+        _GRAPHS.popitem(last=False)
+
+
+def _subgraphs(frame: Any) -> tuple[int | None, int | None]:
+    """(distinct subgraphs, calls) of the ``invoke_subgraph`` nodes (nested_compile_region)
+    of the graph being guarded: the Dynamo output graph a caller of the hook holds; (None,
+    None) where none of the nearest callers holds one (a torch that builds guards
+    elsewhere)."""
+    for _ in range(4):
+        if frame is None:
+            break
+        output = frame.f_locals.get("output_graph")
+        nodes = getattr(getattr(output, "graph", None), "nodes", None)
+        if nodes is not None:
+            targets = [
+                getattr(node.args[0], "target", None)
+                for node in nodes
+                if node.op == "call_function"
+                and getattr(node.target, "_name", None) == "invoke_subgraph"
+                and node.args
+            ]
+            return len(set(targets)), len(targets)
+        frame = frame.f_back
+    return None, None
+
+
+def _metric_count(metric: Any, *names: str) -> int | None:
+    """The sum of these fields of a metric (a field torch left unset counts 0); None where
+    this torch's metrics lack one of them."""
+    fields = versions.compile_metric_fields()
+    if any(name not in fields for name in names):
+        return None
+    return sum(int(getattr(metric, name, None) or 0) for name in names)
+
+
+def work_of(metric: Any, key: events.CompileKey) -> CompileWork:
+    """One compile's counted work: its metric's counts and what its graph held."""
+    from ..model.work import CompileWork
+
+    fields = versions.compile_metric_fields()
+    graph = "graph_op_count" in fields and metric.graph_op_count is not None
+    restarts = None
+    if "restart_reasons" in fields:
+        restarts = tuple(sorted(str(r) for r in metric.restart_reasons or ()))
+    # A compile that made no graph generated nothing, seen or not; one the guards-built hook
+    # did not see (nothing listened) has no figures.
+    kernels, subgraphs, calls = _GRAPHS.get(key, (None, None, None) if graph else (0, 0, 0))
+    return CompileWork(
+        graph=graph,
+        ops=_metric_count(metric, "graph_op_count"),
+        nodes=_metric_count(metric, "graph_node_count"),
+        inputs=_metric_count(metric, "graph_input_count"),
+        restarts=restarts,
+        kernels=kernels,
+        subgraphs=subgraphs,
+        subgraph_calls=calls,
+        cache_hits=_metric_count(
+            metric, "inductor_fx_local_cache_hit_count", "inductor_fx_remote_cache_hit_count"
+        ),
+        cache_misses=_metric_count(
+            metric, "inductor_fx_local_cache_miss_count", "inductor_fx_remote_cache_miss_count"
+        ),
+    )
 
 
 @functools.cache

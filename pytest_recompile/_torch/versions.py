@@ -306,6 +306,20 @@ def has_compile_metrics() -> bool:
 
 
 @functools.cache
+def compile_metric_fields() -> frozenset[str]:
+    """The fields of torch's per-compile metrics (``CompilationMetrics``): a count of
+    compile work this torch does not record there is absent, never 0 (docs/compile-work.md)."""
+    import dataclasses
+
+    import torch._dynamo.utils as dynamo_utils
+
+    metrics = getattr(dynamo_utils, "CompilationMetrics", None)
+    if metrics is None or not dataclasses.is_dataclass(metrics):
+        return frozenset()
+    return frozenset(f.name for f in dataclasses.fields(metrics))
+
+
+@functools.cache
 def reads_dict_guards() -> bool:
     """A dict torch iterated keeps its key and value guards apart in the guard tree
     (``DictGuardManager.get_key_value_managers``): the guard walk reads them there."""

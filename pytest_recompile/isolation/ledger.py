@@ -258,7 +258,7 @@ class Ledger:
             keys = [events.compile_key(made.event.code, made.compile_id) for made in timed]
             figures = instruments.newest_figures(keys)
             for made, key in zip(timed, keys, strict=True):
-                made.seconds, made.guards = figures.get(key, (None, None))
+                made.seconds, made.guards, made.work = figures.get(key, (None, None, None))
 
     # -- reuse ------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._torch import events, footprint, instruments
+from ..model.work import CompileWork
 
 OwnerKind = Literal["outside", "fixture", "test", "dropped"]
 
@@ -62,6 +63,7 @@ class Compiled:
     after: dict[Any, Any] | None = None  # the state it left (None: not known yet)
     seconds: float | None = None  # what it took, once read from torch's metrics
     guards: instruments.GuardMetrics | None = None  # torch's guard figures, read with them
+    work: CompileWork | None = None  # its counted work, read with them
     mark: footprint.Mark | None = None  # torch's records when it began
     # what it recorded besides its entry (graph breaks, counters), once it ended; None: unknown
     footprint: footprint.Footprint | None = None

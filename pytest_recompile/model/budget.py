@@ -43,6 +43,21 @@ class WarmStartRule:
 
 
 @dataclass(frozen=True)
+class WorkCap:
+    """``max_graphs(n)``, ``max_graph_ops(n)``, ``max_unique_subgraphs(n)``, each with an
+    optional ``function=``: the most of one measure (``graphs``, ``ops``, ``subgraphs``) the
+    test's compiles (or that function's) may make."""
+
+    measure: str
+    value: int
+    function: str | None
+    source: str
+
+
+WorkFigures = Mapping[str, int]  # a function's ratcheted counts, by measure (model/work.py)
+
+
+@dataclass(frozen=True)
 class Budget:
     """The rules of one test.
 
@@ -71,6 +86,11 @@ class Budget:
     allowed: str | None = None
     eager_fallback: str | None = None
     warm_start: WarmStartRule | None = None  # run cold, then warm, in fresh processes
+    work_caps: tuple[WorkCap, ...] = ()  # max_graphs, max_graph_ops, max_unique_subgraphs
+    # the baseline's compile work per function (by qualname), and the growth it allows, in
+    # percent per measure (None: no baseline work)
+    baseline_work: Mapping[str, WorkFigures] = field(default_factory=dict)
+    work_tolerance: Mapping[str, int] | None = None
 
     def for_function(self, name: str, qualname: str) -> Rule[int] | None:
         found = self.per_function.get(qualname)
@@ -88,6 +108,9 @@ class Budget:
         found = {name: rule.source for name, rule in self.per_function.items()}
         for name, rule in self.guards_per_function.items():
             found.setdefault(name, rule.source)
+        for cap in self.work_caps:
+            if cap.function is not None:
+                found.setdefault(cap.function, cap.source)
         return found
 
     @property
@@ -130,6 +153,18 @@ class Budget:
             parts.append(f"recompile_limit hits allowed ({self.eager_fallback})")
         if self.warm_start is not None:
             parts.append(f"every cache lookup hits in a fresh process ({self.warm_start.source})")
+        from .work import CAPPED, tolerance_words
+
+        parts += [
+            f"at most {c.value} {CAPPED[c.measure]}"
+            + (f" for {c.function}" if c.function else "")
+            + f" ({c.source})"
+            for c in self.work_caps
+        ]
+        if self.baseline_work and self.work_tolerance is not None:
+            parts.append(
+                f"compile work within the baseline's ({tolerance_words(self.work_tolerance)})"
+            )
         return "; ".join(parts) or "no cap"
 
     def to_json(self) -> dict[str, Any]:
@@ -162,6 +197,9 @@ class Budget:
                 if self.warm_start is not None
                 else None
             ),
+            "work_caps": [[c.measure, c.value, c.function, c.source] for c in self.work_caps],
+            "baseline_work": {n: dict(f) for n, f in self.baseline_work.items()},
+            "work_tolerance": dict(self.work_tolerance) if self.work_tolerance else None,
         }
 
     @functools.cached_property
@@ -201,6 +239,14 @@ class Budget:
             allowed=data["allowed"],
             eager_fallback=data["eager_fallback"],
             warm_start=warm,
+            work_caps=tuple(
+                WorkCap(str(m), int(v), f, str(s)) for m, v, f, s in data.get("work_caps", ())
+            ),
+            baseline_work={
+                n: {m: int(v) for m, v in f.items()}
+                for n, f in data.get("baseline_work", {}).items()
+            },
+            work_tolerance=data.get("work_tolerance"),
         )
 
 

@@ -14,6 +14,7 @@ from .guard_cost import EntryGuards, largest
 from .guards import InstalledGuard, Reason, kind_matches
 from .records import FunctionRecord, GraphBreak, Recompile, distinct_breaks
 from .results import RuleKind
+from .work import allowed, summed
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class Violation:
     entry: EntryGuards | None = None  # guards: the entry that checks the most
     values: tuple[str, ...] = ()  # new_guards: "KIND source" of the guards the baseline lacks
     certificate: Certificate | None = None  # uncovered: the points that would compile again
+    measure: str = ""  # work: the count (graphs, ops, kernels, restarts, subgraphs)
+    baseline: int | None = None  # work: the baseline's figure, where the baseline's rule
 
 
 def unexpected_reasons(recompile: Recompile, budget: Budget) -> tuple[Reason, ...]:
@@ -116,6 +119,45 @@ def _baseline_guards(record: FunctionRecord, budget: Budget) -> list[Violation]:
     return found
 
 
+def _work_violations(records: list[FunctionRecord], budget: Budget) -> list[Violation]:
+    """The compile-work markers' caps, then the baseline's ratchet, on each function's
+    counted work (:mod:`.work`). A cap on a count this torch does not record fails, saying so
+    (a marker is never silently skipped)."""
+    found = []
+    works = {id(r): summed(r.work.values()) for r in records}
+    for cap in budget.work_caps:
+        chosen = [
+            r for r in records if cap.function is None or cap.function in (r.name, r.qualname)
+        ]
+        if not chosen:
+            continue  # a function= naming none: unknown_functions says so
+        figures = [works[id(r)][cap.measure] for r in chosen]  # type: ignore[literal-required]
+        one = chosen[0] if cap.function is not None else None
+        if any(f is None for f in figures):
+            found.append(Violation("work", -1, cap.value, cap.source, one, measure=cap.measure))
+            continue
+        used = sum(figures)
+        if used > cap.value:
+            found.append(Violation("work", used, cap.value, cap.source, one, measure=cap.measure))
+    tolerance = budget.work_tolerance
+    if tolerance is None:
+        return found
+    for record in records:
+        kept = budget.baseline_work.get(record.qualname)
+        if kept is None:
+            continue
+        work = works[id(record)]
+        for measure, before in kept.items():
+            now = work.get(measure)
+            most = allowed(before, tolerance.get(measure, 0))
+            if isinstance(now, int) and now > most:
+                source = f"baseline, +{tolerance.get(measure, 0)}%"
+                found.append(
+                    Violation("work", now, most, source, record, measure=measure, baseline=before)
+                )
+    return found
+
+
 def judge(
     records: list[FunctionRecord],
     budget: Budget | None,
@@ -149,6 +191,7 @@ def judge(
     cap = budget.max_graph_breaks
     if cap is not None and len(breaks) > cap.value:
         found.append(Violation("graph_breaks", len(breaks), cap.value, cap.source, breaks=breaks))
+    found += _work_violations(records, budget)
     rerecorded = rerecords(cudagraph_recordings or [])
     cap = budget.max_cudagraph_rerecords
     if cap is not None and rerecorded > cap.value:

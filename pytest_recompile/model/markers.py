@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
-from .budget import Budget, BudgetError, GuardBaseline, Rule, check_count
+from .budget import Budget, BudgetError, GuardBaseline, Rule, WorkCap, WorkFigures, check_count
 from .names import (
     ALLOW_RECOMPILES,
     ALLOW_RECOMPILES_FORM,
@@ -20,12 +20,25 @@ from .names import (
     MAX_CUDAGRAPH_RERECORDS_FORM,
     MAX_GRAPH_BREAKS,
     MAX_GRAPH_BREAKS_FORM,
+    MAX_GRAPH_OPS,
+    MAX_GRAPH_OPS_FORM,
+    MAX_GRAPHS,
+    MAX_GRAPHS_FORM,
     MAX_GUARDS,
     MAX_GUARDS_FORM,
     MAX_RECOMPILES,
     MAX_RECOMPILES_FORM,
+    MAX_UNIQUE_SUBGRAPHS,
+    MAX_UNIQUE_SUBGRAPHS_FORM,
     SAME_ACROSS_RANKS,
     WARM_START,
+)
+
+# Each compile-work marker: its form, and the measure it caps (model/work.py).
+WORK_MARKERS = (
+    (MAX_GRAPHS, MAX_GRAPHS_FORM, "graphs"),
+    (MAX_GRAPH_OPS, MAX_GRAPH_OPS_FORM, "ops"),
+    (MAX_UNIQUE_SUBGRAPHS, MAX_UNIQUE_SUBGRAPHS_FORM, "subgraphs"),
 )
 
 
@@ -161,6 +174,18 @@ def _counts_for(
     return every, per_function
 
 
+def _work_caps(marks: Mapping[str, Iterable[MarkLike]], where: str) -> tuple[WorkCap, ...]:
+    """The compile-work markers' caps: per marker, the closest for the whole test and the
+    closest for each function it names."""
+    caps = []
+    for name, form, measure in WORK_MARKERS:
+        every, per_function = _counts_for(marks.get(name, ()), where, name, form)
+        if every is not None:
+            caps.append(WorkCap(measure, every.value, None, every.source))
+        caps += [WorkCap(measure, r.value, fn, r.source) for fn, r in per_function.items()]
+    return tuple(caps)
+
+
 def _warm_start(marks: Iterable[MarkLike], where: str) -> Any:
     """The ``warm_start`` rule (its module is loaded only where a test carries it)."""
     marks = list(marks)
@@ -217,6 +242,7 @@ def rules_from_marks(
         guards_per_function=guards_per_function,
         eager_fallback=eager_fallback,
         warm_start=_warm_start(marks.get(WARM_START, ()), where),
+        work_caps=_work_caps(marks, where),
     )
     return rules, allowed
 
@@ -229,10 +255,12 @@ def choose_total(
     fullgraph_default: str | None = None,
     guards_default: Rule[int] | None = None,
     baseline_guards: Mapping[str, GuardBaseline] | None = None,
+    baseline_work: Mapping[str, WorkFigures] | None = None,
+    work_tolerance: Mapping[str, int] | None = None,
 ) -> Budget | None:
     """A test's budget: its own ``max_recompiles(n)``, else its baseline, else the default;
-    the default ``max_guards`` and fullgraph unless it has its own; its baseline's guards;
-    None when nothing gates the test.
+    the default ``max_guards`` and fullgraph unless it has its own; its baseline's guards and
+    compile work (held to ``work_tolerance``); None when nothing gates the test.
 
     Opting out (``allow_recompiles``) lifts the count only: under a default or a baseline
     the test stays gated with no count, so that a ``recompile_limit`` hit still fails it."""
@@ -242,6 +270,8 @@ def choose_total(
         rules = replace(rules, fullgraph=fullgraph_default)
     if baseline_guards:
         rules = replace(rules, baseline_guards=baseline_guards)
+    if baseline_work and work_tolerance is not None:
+        rules = replace(rules, baseline_work=baseline_work, work_tolerance=work_tolerance)
     if rules.total is not None:
         return rules
     fallback = baseline or default
@@ -259,6 +289,8 @@ def choose_total(
         or rules.guards_per_function
         or rules.baseline_guards
         or rules.warm_start
+        or rules.work_caps
+        or rules.baseline_work
     )
     return rules if gates else None
 
@@ -272,10 +304,20 @@ def budget_from_marks(
     baseline: Rule[int] | None = None,
     guards_default: Rule[int] | None = None,
     baseline_guards: Mapping[str, GuardBaseline] | None = None,
+    baseline_work: Mapping[str, WorkFigures] | None = None,
+    work_tolerance: Mapping[str, int] | None = None,
 ) -> Budget | None:
     """The rules of one test, or None when the test is not gated (see
     :func:`rules_from_marks` and :func:`choose_total`)."""
     rules, allowed = rules_from_marks(marks, where)
     return choose_total(
-        rules, allowed, default, baseline, fullgraph_default, guards_default, baseline_guards
+        rules,
+        allowed,
+        default,
+        baseline,
+        fullgraph_default,
+        guards_default,
+        baseline_guards,
+        baseline_work,
+        work_tolerance,
     )

@@ -77,6 +77,31 @@ def _unknown_function(v: Violation) -> str:
     return f"{v.source} names no function this test compiled (compiled: {compiled}){hint}"
 
 
+def _work_message(v: Violation) -> str:
+    """``'Model.forward' made 4 distinct nested_compile_region subgraphs, budget 1
+    (@max_unique_subgraphs(1)) at model.py:12``; the baseline's: from what to what."""
+    from .work import CAPPED, FIXES, RATCHETED
+
+    words = {**RATCHETED, **CAPPED}[v.measure]
+    record = v.function
+    who = f"'{record.qualname}'" if record is not None else "this test's compiles"
+    at = f" ({location(record.filename, record.lineno)})" if record is not None else ""
+    if v.used < 0:
+        from .work import FIELDS
+
+        return (
+            f"{v.source}: this torch does not record {words} ({FIELDS[v.measure]}), so the "
+            "rule cannot be judged; run it on a torch that does (docs/compile-work.md)"
+        )
+    if v.baseline is not None:
+        return (
+            f"{who} compiled {v.used} {words}{at}, the baseline {v.baseline} ({v.source}: at most "
+            f"{v.allowed}); {FIXES[v.measure]}, or accept it with --recompile-baseline-update"
+        )
+    said = f"{who} compiled {v.used} {words}{at}, budget {v.allowed} ({v.source})"
+    return f"{said}; {FIXES[v.measure]}"
+
+
 def violation_message(v: Violation) -> str:
     """The one wording of a broken rule, without the ``pytest-recompile:`` prefix: the JSON
     report, the summaries and the CI outputs carry it (:func:`violation_result`), the failure
@@ -129,6 +154,8 @@ def violation_message(v: Violation) -> str:
         return _unknown_function(v)
     if v.kind == "fullgraph":
         return f"graph break under fullgraph ({v.source}): {v.breaks[0].reason}"
+    if v.kind == "work":
+        return _work_message(v)
     if v.kind == "uncovered" and v.certificate is not None:
         return f"{v.certificate.message()} ({v.source})"
     return f"{plural(v.used, 'recompile')}{_worst_text(v)}, budget {v.allowed} ({v.source})"

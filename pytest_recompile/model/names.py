@@ -18,6 +18,9 @@ MAX_CUDAGRAPH_RERECORDS = "max_cudagraph_rerecords"
 SAME_ACROSS_RANKS = "same_compiles_across_ranks"
 MAX_GUARDS = "max_guards"
 WARM_START = "warm_start"
+MAX_GRAPHS = "max_graphs"
+MAX_GRAPH_OPS = "max_graph_ops"
+MAX_UNIQUE_SUBGRAPHS = "max_unique_subgraphs"
 MARKERS = (
     MAX_RECOMPILES,
     ALLOW_RECOMPILES,
@@ -29,6 +32,9 @@ MARKERS = (
     SAME_ACROSS_RANKS,
     MAX_GUARDS,
     WARM_START,
+    MAX_GRAPHS,
+    MAX_GRAPH_OPS,
+    MAX_UNIQUE_SUBGRAPHS,
 )
 
 MAX_RECOMPILES_FORM = "max_recompiles(n: int >= 0, *, function: str | None = None)"
@@ -39,6 +45,9 @@ MAX_CUDAGRAPH_RERECORDS_FORM = "max_cudagraph_rerecords(n: int >= 0)"
 MAX_GUARDS_FORM = "max_guards(n: int >= 0, *, function: str | None = None)"
 ALLOW_RECOMPILES_FORM = "allow_recompiles(*, eager_fallback: bool = False)"
 WARM_START_FORM = "warm_start(*, allow_bypass: bool = False, dynamo: bool = False)"
+MAX_GRAPHS_FORM = "max_graphs(n: int >= 0, *, function: str | None = None)"
+MAX_GRAPH_OPS_FORM = "max_graph_ops(n: int >= 0, *, function: str | None = None)"
+MAX_UNIQUE_SUBGRAPHS_FORM = "max_unique_subgraphs(n: int >= 0, *, function: str | None = None)"
 MARKER_LINES = (
     f"{MAX_RECOMPILES_FORM}: this test may recompile at most n times in total; with "
     "function=, the torch.compile'd function of that name or qualname may recompile at most "
@@ -67,6 +76,14 @@ MARKER_LINES = (
     "AOTAutograd cache lookup, and a miss names the key component that changed. "
     "allow_bypass=True: a cache bypass passes (and is shown); dynamo=True: the warm run must "
     "also trace nothing with Dynamo (precompiled code loaded).",
+    f"{MAX_GRAPHS_FORM}: this test's compiles may make at most n graphs (Dynamo frames that "
+    "made one, resume functions included; with function=, that function's). Counted from "
+    "torch's compile metrics, judged when the test ends.",
+    f"{MAX_GRAPH_OPS_FORM}: this test's graphs (with function=, that function's) may hold at "
+    "most n FX ops (call nodes; torch's graph_op_count).",
+    f"{MAX_UNIQUE_SUBGRAPHS_FORM}: this test's graphs (with function=, that function's) may "
+    "call at most n distinct torch.compiler.nested_compile_region subgraphs: a repeated block "
+    "that stopped being reused traces one per layer.",
 )
 
 MODES = ("fail-fast", "at-end", "report-only")

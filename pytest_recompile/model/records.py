@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from .guard_cost import EntryGuards
 from .guards import InstalledGuard, Reason
 from .results import FunctionResult, GraphBreakResult, RecompileResult
+from .work import CompileWork, summed
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,8 @@ class FunctionRecord:
     entries: dict[str, EntryGuards] = field(default_factory=dict)  # its own, by compile id
     dynamic_sources: list[str] = field(default_factory=list)  # torch made these dynamic
     compile_name: str | None = None  # torch.compile(..., name=...), where torch keeps it
+    # each compile's counted work, by compile id, with whether an earlier test's answered it
+    work: dict[str, tuple[CompileWork, bool]] = field(default_factory=dict)
     # per compile (its id), the entries its code object held as it began: with its own entry,
     # once torch counted that entry's guards, what the code object held after it (a reset
     # right after a compile drops the entry before any other look)
@@ -147,4 +150,8 @@ class FunctionRecord:
             "entries": [e.to_dict() for e in self.entries.values()],
             "dynamic_sources": list(self.dynamic_sources),
             "compile_name": self.compile_name,
+            "work": {
+                **summed(self.work.values()),
+                "per_compile": [w.to_dict(cid, reused) for cid, (w, reused) in self.work.items()],
+            },
         }

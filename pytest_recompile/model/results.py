@@ -25,6 +25,7 @@ RuleKind = Literal[
     "cudagraph_rerecords",
     "unknown_function",
     "uncovered",
+    "work",
 ]
 """The rule a judged block broke (a :class:`~pytest_recompile.model.judge.Violation`'s kind)."""
 
@@ -95,7 +96,53 @@ class RecompileResult(TypedDict):
     seconds: float | None
 
 
-class _Named(TypedDict, total=False):
+class CompileWorkResult(TypedDict):
+    """One compile's work (``#/$defs/compile_work``)."""
+
+    compile_id: str
+    reused: bool  # an earlier test's same compile answered it: counted, not paid again
+    graph: bool
+    ops: int | None
+    nodes: int | None
+    inputs: int | None
+    restarts: list[str] | None
+    kernels: int | None
+    subgraphs: int | None
+    subgraph_calls: int | None
+    cache_hits: int | None
+    cache_misses: int | None
+
+
+class WorkResult(TypedDict):
+    """The work of a function's or a test's compiles, summed (``#/$defs/work``): each count
+    None where this torch does not record it."""
+
+    compiles: int  # compiles counted (reused ones included)
+    reused: int  # of which an earlier test's same compile answered
+    graphs: int
+    ops: int | None
+    nodes: int | None
+    inputs: int | None
+    restarts: int | None
+    restart_reasons: list[str]
+    kernels: int | None
+    subgraphs: int | None
+    subgraph_calls: int | None
+    cache_hits: int | None
+    cache_misses: int | None
+
+
+class FunctionWorkResult(WorkResult):
+    """A function's work, and each compile's (``#/$defs/function_work``)."""
+
+    per_compile: list[CompileWorkResult]
+
+
+class _Worked(TypedDict, total=False):
+    work: FunctionWorkResult  # its compiles' counted work (not in old reports)
+
+
+class _Named(_Worked, total=False):
     compile_name: (
         str | None
     )  # torch.compile(..., name=...) where torch kept it (not in old reports)
@@ -237,6 +284,7 @@ class WarmStartResult(TypedDict):
 
 class _WarmStarted(TypedDict, total=False):
     warm_start: WarmStartResult  # a warm_start test's check (not in old reports)
+    work: WorkResult | None  # its functions' counted work (not in old reports; None: none)
 
 
 class ProcessResult(TypedDict):
@@ -438,7 +486,11 @@ class ReportDocument(TypedDict):
     collection: CollectionResult | None  # None: not recorded (reports older than 0.x lack it)
 
 
-class BaselineTest(TypedDict):
+class _BaselineWork(TypedDict, total=False):
+    work: dict[str, dict[str, int]]  # each function's compile work (not in old baselines)
+
+
+class BaselineTest(_BaselineWork):
     """A test's entry in the baseline file: the most recompiles one of its processes made,
     and each function's most in one process."""
 

@@ -8,6 +8,7 @@ from ..model.judge import Violation, rerecords
 from ..model.messages import told, violation_result, who
 from ..model.records import FunctionRecord, GraphBreak
 from ..model.results import CachesResult, FixtureResult, ProcessResult, TestResult, ViolationResult
+from ..model.work import added
 from .sites import Site
 
 
@@ -34,6 +35,7 @@ def result_for_test(
     total = budget.total if budget is not None else None
     children = processes or []
     same = budget.same_across_ranks if budget is not None else None
+    functions = [r.to_dict() for r in records]
     return {
         "budget": total.value if total is not None else None,
         "budget_source": total.source if total is not None else None,
@@ -57,7 +59,8 @@ def result_for_test(
             else None
         ),
         "device": device,
-        "functions": [r.to_dict() for r in records],
+        "functions": functions,
+        "work": added(f["work"] for f in functions if f["work"]["compiles"]),
         "graph_breaks": [b.to_dict() for b in graph_breaks],
         "cudagraph_recordings": len(cudagraph_recordings or []),
         "cudagraph_rerecords": rerecords(cudagraph_recordings or []),

@@ -17,6 +17,7 @@ from .._torch.events import RESUME_PREFIX, CompileEvent, CompileKey, compile_key
 from .._torch.reasons import parse_reason
 from ..model.guards import Reason
 from ..model.records import FunctionRecord, Recompile
+from ..model.work import CompileWork
 
 
 def event_reasons(event: CompileEvent) -> tuple[Reason, ...]:
@@ -86,11 +87,17 @@ class Recorder:
         self._compiled.add((event.code, event.function))
         return record, recompile
 
-    def reuse(self, event: CompileEvent, seconds: float | None) -> FunctionRecord:
+    def reuse(
+        self, event: CompileEvent, seconds: float | None, work: CompileWork | None = None
+    ) -> FunctionRecord:
         """Record a first compile answered by the entry an earlier test's same compile made
-        (``event`` is that compile's; ``seconds``, what it took): a compile, reused."""
+        (``event`` is that compile's; ``seconds``, what it took; ``work``, its counted work,
+        which is this test's as if it had compiled it): a compile, reused."""
         record = self._record_for(event)
-        self._owner[compile_key(event.code, event.compile_id)] = record
+        key = compile_key(event.code, event.compile_id)
+        self._owner[key] = record
+        if work is not None:
+            record.work[key[3]] = (work, True)
         record.compiles += 1
         record.reused += 1
         record.saved_seconds += seconds or 0.0
@@ -161,6 +168,14 @@ class Recorder:
                 owner.compile_seconds += spent
                 if key in self._again:
                     owner.again_seconds += spent
+
+    def note_work(self, work: dict[CompileKey, CompileWork]) -> None:
+        """Give each compile made here its counted work (``work``: per compile, as torch
+        recorded it); a reused compile keeps what it was given with its reuse."""
+        for key, found in work.items():
+            owner = self._owner.get(key)
+            if owner is not None and owner.work.get(key[3], (None, False))[1] is False:
+                owner.work[key[3]] = (found, False)
 
     # -- questions ----------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from ..model.judge import Violation, judge, unknown_functions
 from ..model.names import MODES, relative
 from ..model.records import FunctionRecord, GraphBreak, distinct_breaks
 from ..model.results import CachesResult
+from ..model.work import CompileWork
 from .errors import CompiledWhileWarm, RecompileBudgetExceeded, warm_message, warm_refusal
 from .guard_reader import GuardTrees
 from .recorder import Recorder, event_reasons
@@ -254,12 +255,14 @@ class RecompileTracker(Recorder):
         event: events.CompileEvent,
         seconds: float | None,
         guards: instruments.GuardMetrics | None = None,
+        work: CompileWork | None = None,
     ) -> None:
         """Record a first compile that an earlier test's entry answered (no compile ran);
-        ``guards``: torch's guard figures of that compile, where they were read with it."""
+        ``guards`` and ``work``: torch's guard figures of that compile and its counted work,
+        where they were read with it."""
         with self._lock:
             self._settled = False
-            self.reuse(event, seconds)
+            self.reuse(event, seconds, work)
             self._trees.compiled(event.code)  # its entry is read as if compiled here
             if guards is not None:
                 self._trees.measured(events.compile_key(event.code, event.compile_id), guards)
@@ -315,10 +318,11 @@ class RecompileTracker(Recorder):
 
     def _note_metrics(self) -> None:
         """torch's guard count and latency estimate of each entry, on its function's record;
-        and, for a function recompiled for a size, the sources torch's automatic dynamic now
-        compiles dynamic."""
+        each compile's counted work; and, for a function recompiled for a size, the sources
+        torch's automatic dynamic now compiles dynamic."""
         for record, entry, guards in self._trees.metrics(self.owners()):
             record.entries[entry] = guards
+        self.note_work(instruments.newest_work(self.owners()))
         for record in self.records:
             for compile_id, held in record.held_before.items():
                 if compile_id in record.entries:  # it made an entry: held + 1 at once

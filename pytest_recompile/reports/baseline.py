@@ -39,6 +39,7 @@ class Baseline:
 
     counts: dict[str, int] = field(default_factory=dict)
     guards: dict[str, dict[str, GuardBaseline]] = field(default_factory=dict)
+    work: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # compile work
     torch: str | None = None  # the torch it was taken on (None: not recorded)
 
 
@@ -50,6 +51,9 @@ def read_baseline(path: str, where: str) -> Baseline:
     for nodeid, entry in data["tests"].items():
         if entry["recompiles"]:  # a test kept for its guards only: no budget
             found.counts[nodeid] = entry["recompiles"]
+        work = entry.get("work")
+        if work:
+            found.work[nodeid] = {name: dict(figures) for name, figures in work.items()}
     return found
 
 
@@ -106,9 +110,31 @@ def _checked(path: str, where: str) -> tuple[BaselineDocument, dict[str, dict[st
             )
         if guards:
             parsed[nodeid] = guards
+        if not _work_ok(entry.get("work", {})):
+            raise BaselineError(
+                f'{where}: baseline {path}: test {nodeid!r} has malformed "work" (expected '
+                '{"function": {"graphs": n, "ops": n, ...}} with non-negative integers); '
+                f"{UPDATE_HINT}"
+            )
     if not isinstance(data.get("environment"), dict):
         data["environment"] = {}
     return cast("BaselineDocument", data), parsed
+
+
+def _work_ok(work: object) -> bool:
+    """A test's compile work, as the baseline keeps it: function -> measure -> count."""
+    from ..model.work import RATCHETED
+
+    if not isinstance(work, dict):
+        return False
+    return all(
+        isinstance(figures, dict)
+        and all(
+            m in RATCHETED and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            for m, v in figures.items()
+        )
+        for figures in work.values()
+    )
 
 
 def _guards(entry: dict[str, object]) -> dict[str, GuardBaseline] | None:
@@ -152,7 +178,7 @@ def file_settings(
         read = read_baseline(path, f"{PREFIX} {where}")
         note = _other_torch(read.torch)
         return {**found, "baseline_counts": read.counts, "baseline_guards": read.guards,
-                "baseline_note": note}  # fmt: skip
+                "baseline_work": read.work, "baseline_note": note}  # fmt: skip
     if path is None:
         raise BaselineError(
             f"{PREFIX} --recompile-baseline-update needs --recompile-baseline=PATH "
@@ -185,13 +211,20 @@ def baseline_tests(run: RunResults) -> dict[str, BaselineTest]:
     its counts (a budget applies to each process: the count of the process that recompiled
     most, and each function's most in one process)."""
     from ..model.results import functions_of, per_process
+    from ..model.work import ratchet_figures
 
     tests: dict[str, BaselineTest] = {}
     for nodeid, data in run.results():
         functions: dict[str, int] = {}
         guards: dict[str, int] = {}
         values: dict[str, set[str]] = {}
-        for _, f in functions_of(data):
+        work: dict[str, dict[str, int]] = {}
+        for process, f in functions_of(data):
+            figures = ratchet_figures(f["work"]) if "work" in f and process is None else {}
+            if figures.get("graphs"):  # the test's own process: children are theirs
+                kept = work.setdefault(f["qualname"], {})
+                for measure, count in figures.items():
+                    kept[measure] = max(kept.get(measure, 0), count)
             name = f["qualname"]
             if f["recompiles"]:
                 functions[name] = max(functions.get(name, 0), len(f["recompiles"]))
@@ -199,13 +232,15 @@ def baseline_tests(run: RunResults) -> dict[str, BaselineTest]:
                 if entry["guards"] is not None:  # a tree's count, never torch's instead
                     guards[name] = max(guards.get(name, 0), entry["guards"])
                 values.setdefault(name, set()).update(entry["values"])
-        if per_process(data) or guards:
+        if per_process(data) or guards or work:
             tests[nodeid] = {
                 "recompiles": per_process(data),
                 "functions": functions,
                 "guards": guards,
                 "values": {name: sorted(found) for name, found in values.items()},
             }
+            if work:
+                tests[nodeid]["work"] = work
     return tests
 
 

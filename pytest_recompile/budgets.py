@@ -9,7 +9,7 @@ in collection (:func:`assign_budgets`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import pytest
 
@@ -46,7 +46,8 @@ def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
         return item.stash[BUDGET_KEY]
     recorded = settings.baseline_counts.get(item.nodeid)
     guards = settings.baseline_guards.get(item.nodeid)
-    plain = not marks and recorded is None and guards is None
+    work = settings.baseline_work.get(item.nodeid)
+    plain = not marks and recorded is None and guards is None and work is None
     key = (settings.default, settings.fullgraph, settings.max_guards)
     if plain and key in _UNMARKED:  # most tests: the run's options alone decide
         budget = _UNMARKED[key]
@@ -59,6 +60,8 @@ def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
             baseline=Rule(recorded, "baseline") if recorded is not None else None,
             guards_default=settings.max_guards,
             baseline_guards=guards,
+            baseline_work=work,
+            work_tolerance=_tolerance(settings) if work else None,
         )
         if budget is not None:  # one object for equal budgets: most tests share one
             budget = _BUDGETS.setdefault(repr(budget), budget)
@@ -67,6 +70,15 @@ def budget_of(item: pytest.Item, settings: Settings) -> Budget | None:
     item.stash[BUDGET_KEY] = budget
     item.stash[_FROM] = seen
     return budget
+
+
+def _tolerance(settings: Settings) -> Mapping[str, int]:
+    """The run's compile-work tolerance (the defaults where no option gave one)."""
+    if settings.work_tolerance is not None:
+        return settings.work_tolerance
+    from .model.work import DEFAULT_TOLERANCE
+
+    return DEFAULT_TOLERANCE
 
 
 def marker_errors(items: Iterable[pytest.Item], settings: Settings) -> list[str]:

@@ -1,0 +1,215 @@
+"""Compile work, counted (pure): what each compile made (graphs, FX ops and nodes, graph
+inputs, Dynamo restarts, Inductor kernels, nested_compile_region subgraphs), summed per
+function and per test, the tolerance a baseline allows it to grow by, and the checks of the
+``max_graphs``, ``max_graph_ops`` and ``max_unique_subgraphs`` markers' figures.
+
+torch records these per compile (its compile metrics, its kernel counter, the graph): they are
+deterministic, so they gate where seconds cannot (docs/compile-work.md). A figure a torch
+release does not record is None, never 0, all the way to the reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .budget import BudgetError
+from .results import CompileWorkResult, WorkResult
+
+
+@dataclass(frozen=True)
+class CompileWork:
+    """One compile's work. ``graph``: it made a graph (a frame that returns its input, or a
+    compile that failed, makes none: its counts are 0). Each count is None where this torch
+    does not record it."""
+
+    graph: bool
+    ops: int | None  # FX call nodes (torch's graph_op_count)
+    nodes: int | None  # FX nodes (graph_node_count)
+    inputs: int | None  # graph inputs (graph_input_count)
+    restarts: tuple[str, ...] | None  # why Dynamo started the frame over (restart_reasons)
+    kernels: int | None  # Inductor kernels generated (generated_kernel_count's growth)
+    subgraphs: int | None  # distinct nested_compile_region subgraphs its graph calls
+    subgraph_calls: int | None  # invoke_subgraph calls in its graph
+    cache_hits: int | None  # Inductor FX graph cache hits of the compile
+    cache_misses: int | None
+
+    def to_dict(self, compile_id: str, reused: bool) -> CompileWorkResult:
+        return {
+            "compile_id": compile_id,
+            "reused": reused,
+            "graph": self.graph,
+            "ops": self.ops,
+            "nodes": self.nodes,
+            "inputs": self.inputs,
+            "restarts": list(self.restarts) if self.restarts is not None else None,
+            "kernels": self.kernels,
+            "subgraphs": self.subgraphs,
+            "subgraph_calls": self.subgraph_calls,
+            "cache_hits": self.cache_hits,
+            "cache_misses": self.cache_misses,
+        }
+
+
+SUMMED = (
+    "ops",
+    "nodes",
+    "inputs",
+    "kernels",
+    "subgraphs",
+    "subgraph_calls",
+    "cache_hits",
+    "cache_misses",
+)
+
+
+def _total(values: Iterable[int | None]) -> int | None:
+    found = list(values)
+    return None if any(v is None for v in found) else sum(v or 0 for v in found)
+
+
+def summed(compiles: Iterable[tuple[CompileWork, bool]]) -> WorkResult:
+    """The work of these compiles (each with whether it was reused), summed."""
+    found = list(compiles)
+    reasons: list[str] = []
+    for work, _ in found:
+        reasons += [r for r in work.restarts or () if r not in reasons]
+    result: WorkResult = {
+        "compiles": len(found),
+        "reused": sum(1 for _, reused in found if reused),
+        "graphs": sum(1 for work, _ in found if work.graph),
+        "ops": None,
+        "nodes": None,
+        "inputs": None,
+        "restarts": _total(len(w.restarts) if w.restarts is not None else None for w, _ in found),
+        "restart_reasons": reasons,
+        "kernels": None,
+        "subgraphs": None,
+        "subgraph_calls": None,
+        "cache_hits": None,
+        "cache_misses": None,
+    }
+    for name in SUMMED:
+        result[name] = _total(getattr(w, name) for w, _ in found)  # type: ignore[literal-required]
+    return result
+
+
+def added(parts: Iterable[WorkResult]) -> WorkResult | None:
+    """Several functions' work, summed (a test's); None where there is none."""
+    found = list(parts)
+    if not found:
+        return None
+    reasons: list[str] = []
+    for part in found:
+        reasons += [r for r in part["restart_reasons"] if r not in reasons]
+    result: WorkResult = {
+        "compiles": sum(p["compiles"] for p in found),
+        "reused": sum(p["reused"] for p in found),
+        "graphs": sum(p["graphs"] for p in found),
+        "ops": None,
+        "nodes": None,
+        "inputs": None,
+        "restarts": _total(p["restarts"] for p in found),
+        "restart_reasons": reasons,
+        "kernels": None,
+        "subgraphs": None,
+        "subgraph_calls": None,
+        "cache_hits": None,
+        "cache_misses": None,
+    }
+    for name in SUMMED:
+        result[name] = _total(p[name] for p in found)  # type: ignore[literal-required]
+    return result
+
+
+# -- what a baseline ratchets, and by how much ------------------------------------------------
+
+# The counts a baseline keeps and a later run may not grow past its tolerance, each with its
+# words; the default tolerance of each (a percent of the baseline's figure, rounded down).
+RATCHETED = {
+    "graphs": "graphs",
+    "ops": "FX ops",
+    "kernels": "Inductor kernels",
+    "restarts": "Dynamo restarts",
+    "subgraphs": "distinct subgraphs",
+}
+DEFAULT_TOLERANCE: Mapping[str, int] = {
+    "graphs": 0,
+    "ops": 5,
+    "kernels": 5,
+    "restarts": 0,
+    "subgraphs": 0,
+}
+TOLERANCE_FORM = "MEASURE=PERCENT[,MEASURE=PERCENT...], e.g. ops=5,kernels=10,graphs=0"
+
+
+def parse_tolerance(text: str, where: str) -> dict[str, int]:
+    """``ops=5,kernels=10`` (a trailing ``%`` allowed) over the defaults; BudgetError on a
+    measure it does not know or a value that is not a non-negative integer."""
+    found = dict(DEFAULT_TOLERANCE)
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        measure, equals, value = (s.strip() for s in part.partition("="))
+        number = value.removesuffix("%").strip()
+        if not equals or measure not in RATCHETED:
+            raise BudgetError(
+                f"{where}: unknown measure in {part!r}; expected {TOLERANCE_FORM} with MEASURE "
+                f"one of {', '.join(RATCHETED)}"
+            )
+        if not (number.isascii() and number.isdigit()):
+            raise BudgetError(
+                f"{where}: {measure}={value!r} is not a percent; expected a non-negative "
+                f"integer such as {measure}=5 ({TOLERANCE_FORM})"
+            )
+        found[measure] = int(number)
+    return found
+
+
+def tolerance_words(tolerance: Mapping[str, int]) -> str:
+    """``graphs +0%, FX ops +5%, ...``"""
+    return ", ".join(f"{RATCHETED[m]} +{tolerance.get(m, 0)}%" for m in RATCHETED)
+
+
+def allowed(baseline: int, percent: int) -> int:
+    """The most a count may be against its baseline's ``baseline`` (rounded down: a
+    5% tolerance on 17 ops allows 17)."""
+    return baseline + baseline * percent // 100
+
+
+def ratchet_figures(work: WorkResult) -> dict[str, int]:
+    """What a baseline keeps of a function's work: the ratcheted counts this torch records."""
+    return {m: int(work[m]) for m in RATCHETED if work[m] is not None}  # type: ignore[literal-required]
+
+
+# -- the markers' measures --------------------------------------------------------------------
+
+
+# Each marker's measure, and the measure's words in a failure.
+CAPPED = {
+    "graphs": "graphs",
+    "ops": "FX ops",
+    "subgraphs": "distinct nested_compile_region subgraphs",
+}
+
+# Where torch records each measure (what a torch without it lacks).
+FIELDS = {
+    "graphs": "CompilationMetrics.graph_op_count",
+    "ops": "CompilationMetrics.graph_op_count",
+    "kernels": "torch._inductor.metrics.generated_kernel_count",
+    "restarts": "CompilationMetrics.restart_reasons",
+    "subgraphs": "the Dynamo graph when torch builds its guards",
+}
+# The usual fix when a measure grew.
+FIXES = {
+    "graphs": "a graph break or a recompile adds a graph: see the graph breaks and recompiles "
+    "above (TORCH_LOGS=graph_breaks names each)",
+    "ops": "the graph grew: an op added to forward, a loop unrolled further, a block no longer "
+    "reused (torch.compiler.nested_compile_region), or a torch upgrade that traces more",
+    "kernels": "Inductor generated more kernels: fewer fusions, or a graph that grew",
+    "restarts": "Dynamo started the frame over: the reasons are in the report "
+    "(restart_reasons); a graph break inside a nested call or a data-dependent branch",
+    "subgraphs": "a repeated block traced once per call: its calls differ (other input "
+    "shapes, strides, dtypes or requires_grad, or a Python value that changes per layer); "
+    "make every layer's call alike so that torch.compiler.nested_compile_region reuses one",
+}
