@@ -217,9 +217,6 @@ def warm_start_timeout_option(text: str) -> int:
 def _work_tolerance(config: pytest.Config) -> Mapping[str, int] | None:
     """--recompile-work-tolerance=SPEC, else its ini twin, over the defaults; a bad SPEC is a
     usage error naming what is accepted."""
-    from .model.budget import BudgetError
-    from .model.work import parse_tolerance
-
     text = config.getoption("recompile_work_tolerance")
     where = "--recompile-work-tolerance"
     if text is None:
@@ -227,6 +224,9 @@ def _work_tolerance(config: pytest.Config) -> Mapping[str, int] | None:
         where = "ini option recompile_work_tolerance"
     if not text.strip():
         return None
+    from .model.budget import BudgetError
+    from .model.work import parse_tolerance
+
     try:
         return MappingProxyType(parse_tolerance(text, f"{PREFIX} {where}"))
     except BudgetError as exc:

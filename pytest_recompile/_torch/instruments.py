@@ -570,15 +570,20 @@ def _metric_count(metric: Any, *names: str) -> int | None:
     return sum(int(getattr(metric, name, None) or 0) for name in names)
 
 
+def _headline(reason: object) -> str:
+    lines = [line.strip() for line in str(reason).strip().splitlines() if line.strip()]
+    return lines[0] if lines else "?"
+
+
 def work_of(metric: Any, key: events.CompileKey) -> CompileWork:
     """One compile's counted work: its metric's counts and what its graph held."""
     from ..model.work import CompileWork
 
     fields = versions.compile_metric_fields()
-    graph = "graph_op_count" in fields and metric.graph_op_count is not None
+    graph = "graph_op_count" in fields and bool(metric.graph_op_count)  # None, 0: no graph
     restarts = None
-    if "restart_reasons" in fields:
-        restarts = tuple(sorted(str(r) for r in metric.restart_reasons or ()))
+    if "restart_reasons" in fields:  # torch's headline of each (its hints follow it)
+        restarts = tuple(sorted(_headline(r) for r in metric.restart_reasons or ()))
     # A compile that made no graph generated nothing, seen or not; one the guards-built hook
     # did not see (nothing listened) has no figures.
     kernels, subgraphs, calls = _GRAPHS.get(key, (None, None, None) if graph else (0, 0, 0))

@@ -6,6 +6,7 @@ the call that compiled it."""
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 import weakref
@@ -188,7 +189,22 @@ def check_us(guard_manager: Any, f_locals: Mapping[str, Any]) -> float | None:
             began = time.perf_counter_ns()
             check(f_locals)
             times.append(time.perf_counter_ns() - began)
+    with contextlib.suppress(TypeError):  # a manager that takes no weak reference: no range
+        _RANGES[guard_manager] = (round(min(times) / 1000, 3), round(max(times) / 1000, 3))
     return round(statistics.median(times) / 1000, 3)
+
+
+# The fastest and the slowest of each entry's timed checks (microseconds), by guard manager:
+# the spread its repetitions show, what ``compare`` holds a change of the median against.
+_RANGES: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()
+
+
+def check_range(guard_manager: Any) -> tuple[float, float] | None:
+    """The fastest and slowest of the entry's timed checks (None: not timed)."""
+    try:
+        return _RANGES.get(guard_manager)
+    except TypeError:
+        return None
 
 
 def check_us_later(guard_manager: Any, captured: Captured) -> float | None:

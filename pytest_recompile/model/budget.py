@@ -54,6 +54,28 @@ class WorkCap:
     source: str
 
 
+# The counts a baseline keeps and a later run may not grow past its tolerance, each with its
+# words; the default tolerance of each (a percent of the baseline's figure, rounded down).
+RATCHETED = {
+    "graphs": "graphs",
+    "ops": "FX ops",
+    "kernels": "Inductor kernels",
+    "restarts": "Dynamo restarts",
+    "subgraphs": "distinct subgraphs",
+}
+# Each marker's measure, and the measure's words in a failure.
+CAPPED = {
+    "graphs": "graphs",
+    "ops": "FX ops",
+    "subgraphs": "distinct nested_compile_region subgraphs",
+}
+
+
+def tolerance_words(tolerance: Mapping[str, int]) -> str:
+    """``graphs +0%, FX ops +5%, ...``"""
+    return ", ".join(f"{RATCHETED[m]} +{tolerance.get(m, 0)}%" for m in RATCHETED)
+
+
 WorkFigures = Mapping[str, int]  # a function's ratcheted counts, by measure (model/work.py)
 
 
@@ -153,8 +175,6 @@ class Budget:
             parts.append(f"recompile_limit hits allowed ({self.eager_fallback})")
         if self.warm_start is not None:
             parts.append(f"every cache lookup hits in a fresh process ({self.warm_start.source})")
-        from .work import CAPPED, tolerance_words
-
         parts += [
             f"at most {c.value} {CAPPED[c.measure]}"
             + (f" for {c.function}" if c.function else "")

@@ -38,6 +38,7 @@ class EntryGuards:
     torch_count: int | None = None  # torch's guard_count (its guard list, before the tree)
     latency_us: float | None = None  # torch's guard_latency_us for this entry
     check_us: float | None = None  # measured: the median check on the call that made it
+    check_range: tuple[float, float] | None = None  # the fastest and slowest of those checks
 
     @property
     def count(self) -> int:
@@ -54,6 +55,7 @@ class EntryGuards:
             "torch_guard_count": self.torch_count,
             "guard_latency_us": self.latency_us,
             "guard_check_us": self.check_us,
+            "guard_check_range_us": list(self.check_range) if self.check_range else None,
         }
 
 
@@ -75,6 +77,7 @@ def entry_guards(
     latency_us: float | None = None,
     *,
     check_us: float | None = None,
+    check_range: tuple[float, float] | None = None,
 ) -> EntryGuards:
     """One entry's guards summed up from its leaves."""
     found = list(guards)
@@ -89,6 +92,7 @@ def entry_guards(
         torch_count=torch_count,
         latency_us=latency_us,
         check_us=check_us,
+        check_range=check_range if check_us is not None else None,
     )
 
 

@@ -35,6 +35,7 @@ from .results import (
     SourceLineResult,
     ViolationKind,
     ViolationResult,
+    WorkResult,
     diverging,
 )
 from .text import location, plural
@@ -80,7 +81,8 @@ def _unknown_function(v: Violation) -> str:
 def _work_message(v: Violation) -> str:
     """``'Model.forward' made 4 distinct nested_compile_region subgraphs, budget 1
     (@max_unique_subgraphs(1)) at model.py:12``; the baseline's: from what to what."""
-    from .work import CAPPED, FIXES, RATCHETED
+    from .budget import CAPPED, RATCHETED
+    from .work import FIXES
 
     words = {**RATCHETED, **CAPPED}[v.measure]
     record = v.function
@@ -383,12 +385,45 @@ def function_block(
     lines += [f"    guards {entry_line(e)}" for e in fn["entries"]]
     if any(v["kind"] == "guards" for v in own):
         fixes.append(("too many guards", GUARDS_FIX))
+    work = fn.get("work")
+    if work is not None and any(v["kind"] == "work" for v in own):
+        lines.append(f"    compile work: {work_text(work)}")
+        lines += [f"    restarted: {reason}" for reason in work["restart_reasons"]]
     if fn["recompile_limit"]:
         lines.append(
             f"    hit {fn['recompile_limit']} {plural(fn['limit_hits'], 'time')}: "
             f"{limit_outcome(fn)}"
         )
     return lines + fix_lines(fixes)
+
+
+def work_text(work: WorkResult, torch: str | None = None) -> str:
+    """``2 graphs, 21 FX ops (25 nodes, 5 inputs), 6 Inductor kernels, 1 distinct
+    subgraph called 4 times, 0 restarts`` (3 of them reused); a figure this torch does not
+    record is said so, never 0."""
+    lacking = f"not recorded by torch {torch}" if torch else "not recorded by this torch"
+
+    def count(value: int | None, one: str, many: str | None = None) -> str:
+        if value is None:
+            return f"{many or one + 's'} {lacking}"
+        return plural(value, one, many)
+
+    parts = [plural(work["graphs"], "graph")]
+    ops = count(work["ops"], "FX op")
+    if work["ops"] is not None and work["nodes"] is not None and work["inputs"] is not None:
+        ops += f" ({plural(work['nodes'], 'node')}, {plural(work['inputs'], 'input')})"
+    parts.append(ops)
+    parts.append(count(work["kernels"], "Inductor kernel"))
+    if work["subgraphs"] is None:
+        parts.append(f"subgraphs {lacking}")
+    elif work["subgraphs"]:
+        calls = work["subgraph_calls"] or 0
+        parts.append(
+            f"{plural(work['subgraphs'], 'distinct subgraph')} called {plural(calls, 'time')}"
+        )
+    parts.append(count(work["restarts"], "restart"))
+    reused = f" ({work['reused']} of {work['compiles']} compiles reused)" if work["reused"] else ""
+    return ", ".join(parts) + reused
 
 
 def break_lines(breaks: list[GraphBreakResult], root: str | None = None) -> list[str]:

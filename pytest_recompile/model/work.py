@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .budget import BudgetError
+from .budget import RATCHETED, BudgetError
 from .results import CompileWorkResult, WorkResult
 
 
@@ -124,15 +124,6 @@ def added(parts: Iterable[WorkResult]) -> WorkResult | None:
 
 # -- what a baseline ratchets, and by how much ------------------------------------------------
 
-# The counts a baseline keeps and a later run may not grow past its tolerance, each with its
-# words; the default tolerance of each (a percent of the baseline's figure, rounded down).
-RATCHETED = {
-    "graphs": "graphs",
-    "ops": "FX ops",
-    "kernels": "Inductor kernels",
-    "restarts": "Dynamo restarts",
-    "subgraphs": "distinct subgraphs",
-}
 DEFAULT_TOLERANCE: Mapping[str, int] = {
     "graphs": 0,
     "ops": 5,
@@ -166,11 +157,6 @@ def parse_tolerance(text: str, where: str) -> dict[str, int]:
     return found
 
 
-def tolerance_words(tolerance: Mapping[str, int]) -> str:
-    """``graphs +0%, FX ops +5%, ...``"""
-    return ", ".join(f"{RATCHETED[m]} +{tolerance.get(m, 0)}%" for m in RATCHETED)
-
-
 def allowed(baseline: int, percent: int) -> int:
     """The most a count may be against its baseline's ``baseline`` (rounded down: a
     5% tolerance on 17 ops allows 17)."""
@@ -181,16 +167,6 @@ def ratchet_figures(work: WorkResult) -> dict[str, int]:
     """What a baseline keeps of a function's work: the ratcheted counts this torch records."""
     return {m: int(work[m]) for m in RATCHETED if work[m] is not None}  # type: ignore[literal-required]
 
-
-# -- the markers' measures --------------------------------------------------------------------
-
-
-# Each marker's measure, and the measure's words in a failure.
-CAPPED = {
-    "graphs": "graphs",
-    "ops": "FX ops",
-    "subgraphs": "distinct nested_compile_region subgraphs",
-}
 
 # Where torch records each measure (what a torch without it lacks).
 FIELDS = {

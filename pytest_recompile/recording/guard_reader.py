@@ -88,7 +88,12 @@ class GuardTrees:
                     )
                     continue
                 self._read[key] = (manager, record, leaves)
-                self._guards[key] = entry_guards(entry, leaves, check_us=self._time(key, manager))
+                self._guards[key] = entry_guards(
+                    entry,
+                    leaves,
+                    check_us=self._time(key, manager),
+                    check_range=stand_ins.check_range(manager),
+                )
                 found.append((record, entry, self._guards[key]))
         return found
 

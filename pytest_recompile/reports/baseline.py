@@ -123,7 +123,7 @@ def _checked(path: str, where: str) -> tuple[BaselineDocument, dict[str, dict[st
 
 def _work_ok(work: object) -> bool:
     """A test's compile work, as the baseline keeps it: function -> measure -> count."""
-    from ..model.work import RATCHETED
+    from ..model.budget import RATCHETED
 
     if not isinstance(work, dict):
         return False

@@ -24,6 +24,7 @@ from ..model.messages import (
     reason_text,
     site_text,
     who,
+    work_text,
     worst_first,
 )
 from ..model.names import relative
@@ -164,6 +165,24 @@ def _tighten_rows(results: Results) -> list[str]:
     ]
 
 
+def _work_rows(results: Results) -> list[str]:
+    """Each compile-work rule a test broke: the function (or the test's compiles), the rule
+    and the function's work, counted."""
+    rows = []
+    for nodeid, (_, data) in sorted(results.items()):
+        works = {fn["qualname"]: fn.get("work") for fn in data["functions"]}
+        for v in data["violations"]:
+            if v["kind"] != "work":
+                continue
+            work = works.get(v["function"] or "") if v["function"] else data.get("work")
+            rows.append(
+                f"| {md_code(nodeid)} | {md_code(v['function'] or 'all')} | "
+                f"{md_cell(v['message'].split('; ')[0])} | "
+                f"{md_cell(work_text(work) if work else '')} |"
+            )
+    return rows
+
+
 def markdown_summary(run: RunResults, *, root: str, limit: int = SUMMARY_LIMIT) -> str:
     """The run as Markdown: totals, the tests that broke the gate, the costliest functions,
     the baseline entries to tighten. At most ``limit`` bytes (UTF-8): rows past it are left
@@ -195,6 +214,11 @@ def markdown_summary(run: RunResults, *, root: str, limit: int = SUMMARY_LIMIT) 
             "| Function | Defined at | Guards | torch's estimate, us | Test |\n"
             "|---|---|--:|--:|---|",
             _guard_rows(results, root),
+        ),
+        (
+            "### Compile work over its rule (counted, not timed)",
+            "| Test | Function | Rule | Work |\n|---|---|---|---|",
+            _work_rows(results),
         ),
         (
             "### Below their baseline: tighten with `--recompile-baseline-update`",

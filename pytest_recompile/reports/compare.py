@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.messages import reason_label
-from ..model.results import ENVIRONMENT_FIELDS, GraphBreakResult, ProcessResult, TestResult
+from ..model.results import (
+    ENVIRONMENT_FIELDS,
+    FunctionWorkResult,
+    GraphBreakResult,
+    ProcessResult,
+    TestResult,
+)
 from ..model.run import RunResults
 from ..model.text import plural
 from .markdown import md_cell, md_code
@@ -46,6 +52,13 @@ class FunctionFigures:
     failed: list[str] = field(default_factory=list)  # the failing guards' kinds
     uncovered: int = 0  # points of certified domains that would compile again (or undecided)
     check_us: float | None = None  # the slowest entry's measured guard check
+    check_range: tuple[float, float] | None = None  # its fastest and slowest of 31 checks
+    # counted compile work (model/work.py); None: a run whose torch does not record it
+    graphs: int | None = None
+    graph_ops: int | None = None
+    kernels: int | None = None
+    restarts: int | None = None
+    unique_subgraphs: int | None = None
 
 
 @dataclass
@@ -87,8 +100,11 @@ def figures(outcome: str, test: TestResult) -> TestFigures:
                 mine.kinds.update(entry["kinds"])
                 mine.values.update(entry["values"])
                 measured = entry.get("guard_check_us")
-                if measured is not None:
-                    mine.check_us = max(mine.check_us or 0.0, measured)
+                if measured is not None and measured >= (mine.check_us or 0.0):
+                    mine.check_us = measured
+                    spread = entry.get("guard_check_range_us")
+                    mine.check_range = (spread[0], spread[1]) if spread else None
+            _add_work(mine, fn.get("work"))
             for recompile in recompiles:
                 for reason in recompile["reasons"][:1]:
                     label = reason_label(reason)
@@ -117,6 +133,27 @@ def figures(outcome: str, test: TestResult) -> TestFigures:
     )
 
 
+# Each compile-work measure compare shows: its FunctionFigures field, and the work's key.
+WORK_MEASURES = (
+    ("graphs", "graphs", "graphs"),
+    ("graph-ops", "graph_ops", "ops"),
+    ("kernels", "kernels", "kernels"),
+    ("restarts", "restarts", "restarts"),
+    ("unique-subgraphs", "unique_subgraphs", "subgraphs"),
+)
+
+
+def _add_work(mine: FunctionFigures, work: FunctionWorkResult | None) -> None:
+    """A process's work of the function added to its figures (a count this torch does not
+    record, or a report without work, leaves the figure None: never compared as 0)."""
+    if work is None:
+        return
+    for _, name, key in WORK_MEASURES:
+        value = work[key]  # type: ignore[literal-required]
+        if value is not None:
+            setattr(mine, name, (getattr(mine, name) or 0) + int(value))
+
+
 def _warm_misses(test: TestResult) -> int | None:
     """The warm run's lookups that missed or bypassed (None: no verdict on the caches)."""
     warm = test.get("warm_start")
@@ -140,19 +177,22 @@ class Change:
 
     moved: bool = False  # graph breaks at other lines, as many and for the same reasons
     new: bool = False  # graph breaks at sites BASE did not have, guards of new kinds or values
+    noise: str = ""  # a timed measure within its own noise: why (shown, never in the verdict)
 
     @property
     def worse(self) -> bool:
-        """HEAD has more, or something new (a guard kind, a graph break's site)."""
-        return self.head > self.base or self.new
+        """HEAD has more, or something new (a guard kind, a graph break's site); a timed
+        measure within its noise is neither worse nor better."""
+        return (self.head > self.base or self.new) and not self.noise
 
     @property
     def better(self) -> bool:
-        return self.head < self.base and not self.worse
+        return self.head < self.base and not self.worse and not self.noise
 
     def text(self) -> str:
         """``recompiles 0 -> 1 (+1; failing guards: TENSOR_MATCH(size))``."""
-        return MEASURES[self.measure].text(self)
+        said = MEASURES[self.measure].text(self)
+        return f"{said} (within noise: {self.noise})" if self.noise else said
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -163,6 +203,7 @@ class Change:
             "detail": self.detail,
             "worse": self.worse,
             "moved": self.moved,
+            "noise": self.noise or None,
         }
 
 
@@ -201,6 +242,22 @@ def _counter(measure: str) -> Callable[[str, FunctionFigures, FunctionFigures], 
     return changes
 
 
+def _work_counter(
+    measure: str,
+) -> Callable[[str, FunctionFigures, FunctionFigures], list[Change]]:
+    """A function's counted compile work (:data:`WORK_MEASURES`): a change where both runs
+    counted it and the counts differ (a torch that does not record it compares nothing)."""
+    field_name = measure.replace("-", "_")
+
+    def changes(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
+        old, new = getattr(base, field_name), getattr(head, field_name)
+        if old is None or new is None or old == new:
+            return []
+        return [Change(measure, name, old, new)]
+
+    return changes
+
+
 def _guards(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
     """The largest entry's count, and guards of new kinds or on new values (worse, though
     not more)."""
@@ -218,13 +275,28 @@ def _guards(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Cha
 
 
 def _guard_check(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
-    """Measured, so noisy: a change past :data:`GUARD_CHECK_FACTOR` and a microsecond."""
+    """Measured, so noisy: shown past :data:`GUARD_CHECK_FACTOR` and a microsecond; in the
+    verdict only where the two runs' repetitions do not overlap (every one of the 31 timed
+    checks of the slower run slower than every one of the faster's)."""
     if base.check_us is None or head.check_us is None:
         return []
     low, high = sorted((base.check_us, head.check_us))
-    if high >= low * GUARD_CHECK_FACTOR and high - low >= 1.0:
-        return [Change("guard-check", name, base.check_us, head.check_us)]
-    return []
+    if not (high >= low * GUARD_CHECK_FACTOR and high - low >= 1.0):
+        return []
+    return [Change("guard-check", name, base.check_us, head.check_us, noise=_overlap(base, head))]
+
+
+def _overlap(base: FunctionFigures, head: FunctionFigures) -> str:
+    """Why a guard check's change is within noise ("" where it is not)."""
+    if base.check_range is None or head.check_range is None:
+        return "a run without the spread of its repeated checks"
+    (base_low, base_high), (head_low, head_high) = base.check_range, head.check_range
+    if head_low > base_high or base_low > head_high:
+        return ""
+    return (
+        f"the 31 checks spread {base_low:.3g}-{base_high:.3g} us against "
+        f"{head_low:.3g}-{head_high:.3g} us"
+    )
 
 
 def _test_recompiles(base: TestFigures, head: TestFigures, seconds: float) -> list[Change]:
@@ -266,11 +338,23 @@ def _warm_start_misses(base: TestFigures, head: TestFigures, seconds: float) -> 
     return [Change("warm-start-misses", None, base.warm_misses, head.warm_misses)]
 
 
+COMPILE_SECONDS_NOISE = "each compile is timed once: the counted work decides"
+
+
 def _compile_seconds(base: TestFigures, head: TestFigures, seconds: float) -> list[Change]:
-    """Noisy: shown only where they changed by ``seconds`` or more."""
+    """Noisy: shown only where they changed by ``seconds`` or more, and never in the verdict:
+    each compile runs once, so no repetition says what is noise (the counted work does)."""
     if abs(head.compile_seconds - base.compile_seconds) < seconds:
         return []
-    return [Change("compile-seconds", None, base.compile_seconds, head.compile_seconds)]
+    return [
+        Change(
+            "compile-seconds",
+            None,
+            base.compile_seconds,
+            head.compile_seconds,
+            noise=COMPILE_SECONDS_NOISE,
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -325,6 +409,16 @@ MEASURES: dict[str, Measure] = {
         "warm-start misses",
         default=True,
         of_test=_warm_start_misses,
+    ),
+    "graphs": Measure("graph", "graphs", default=True, of_function=_work_counter("graphs")),
+    "graph-ops": Measure("FX op", "FX ops", of_function=_work_counter("graph-ops")),
+    "kernels": Measure("Inductor kernel", "Inductor kernels", of_function=_work_counter("kernels")),
+    "restarts": Measure("Dynamo restart", "Dynamo restarts", of_function=_work_counter("restarts")),
+    "unique-subgraphs": Measure(
+        "distinct subgraph",
+        "distinct subgraphs",
+        default=True,
+        of_function=_work_counter("unique-subgraphs"),
     ),
     "guard-check": Measure(
         "guard check",

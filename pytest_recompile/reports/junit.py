@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model.guard_cost import entry_count, largest_result
-from ..model.messages import who
+from ..model.messages import who, work_text
 from ..model.results import TestResult, functions_of
 from ..model.warm_start import worded
 from .durations import cache_text
@@ -22,6 +22,7 @@ JUNIT_NAMES = (
     "recompile_uncovered",
     "recompile_guard_latency_us",
     "recompile_warm_start",
+    "recompile_work",
 )
 
 
@@ -64,4 +65,7 @@ def junit_properties(
     warm = data.get("warm_start")
     if warm is not None:  # "passed: cold 16.2 s, warm 6.1 s; warm lookups 5, hits 5"
         ours.append(("recompile_warm_start", f"{warm['status']}: {worded(warm)}"))
+    work = data.get("work")
+    if work is not None:  # "1 graph, 9 FX ops (19 nodes, 5 inputs), 2 Inductor kernels, ..."
+        ours.append(("recompile_work", work_text(work)))
     return kept + ours

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..model.messages import EAGER_FALLBACK, first_guard, notes
+from ..model.messages import EAGER_FALLBACK, first_guard, notes, work_text
 from ..model.names import BETWEEN, PREFIX
 from ..model.results import (
     FixtureResult,
@@ -20,6 +20,7 @@ from ..model.results import (
 from ..model.run import RunResults
 from ..model.text import plural, seconds_text
 from ..model.warm_start import worded
+from ..model.work import added
 from .recompile_limit import limit_line, limit_need
 
 if TYPE_CHECKING:
@@ -106,12 +107,30 @@ def terminal_lines(run: RunResults, *, verbose: bool = False) -> list[str]:
     lines += sorted(fixture_line(f) for f in recompiled)
     lines += process_lines(results)
     lines.append(totals_line(run))
+    lines += work_lines(results, run.environment.get("torch"), verbose=verbose)
     lines += warm_start_lines(results)
     lines += isolation_lines([data for _, data in results], verbose=verbose)
     if any(data["isolation"] == "reset" for _, data in results):
         lines.append(f"isolation: {RESET_FALLBACK}")
     line = limit_line(limit_need(run))
     return lines + ([line] if line is not None else [])
+
+
+def work_lines(
+    results: list[tuple[str, TestResult]], torch: str | None, *, verbose: bool = False
+) -> list[str]:
+    """The run's compile work, summed, where it matters: a test broke a compile-work rule
+    (its own line names the function and the count), or ``-v``."""
+    broke = any(v["kind"] == "work" for _, data in results for v in data["violations"])
+    found = [data["work"] for _, data in results if data.get("work")]
+    if not found or not (broke or verbose):
+        return []
+    total = added(w for w in found if w is not None)
+    assert total is not None
+    return [
+        f"compile work: {work_text(total, torch)} in {plural(len(found), 'gated test')} "
+        "(counted, not timed: docs/compile-work.md)"
+    ]
 
 
 def warm_start_lines(results: list[tuple[str, TestResult]]) -> list[str]:

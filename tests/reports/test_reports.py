@@ -65,6 +65,7 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
     volatile = {"created", "seconds", "compile_seconds", "recompile_seconds", "again_seconds"}
     volatile |= {"first_compile_seconds"}
     volatile |= {"compile_id", "entry", "raw", "guard_latency_us", "guard_check_us"}
+    volatile |= {"guard_check_range_us"}
     # What a test reuses depends on what ran before it in its process, as compile ids do.
     volatile |= {"reused", "saved_seconds", "again_reasons"}
 
