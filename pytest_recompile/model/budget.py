@@ -71,6 +71,16 @@ CAPPED = {
 }
 
 
+# Each measure's words, one and many.
+WORK_WORDS = {
+    "graphs": ("graph", "graphs"),
+    "ops": ("FX op", "FX ops"),
+    "kernels": ("Inductor kernel", "Inductor kernels"),
+    "restarts": ("Dynamo restart", "Dynamo restarts"),
+    "subgraphs": ("distinct subgraph", "distinct subgraphs"),
+}
+
+
 def tolerance_words(tolerance: Mapping[str, int]) -> str:
     """``graphs +0%, FX ops +5%, ...``"""
     return ", ".join(f"{RATCHETED[m]} +{tolerance.get(m, 0)}%" for m in RATCHETED)

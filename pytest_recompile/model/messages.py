@@ -81,12 +81,16 @@ def _unknown_function(v: Violation) -> str:
 def _work_message(v: Violation) -> str:
     """``'Model.forward' made 4 distinct nested_compile_region subgraphs, budget 1
     (@max_unique_subgraphs(1)) at model.py:12``; the baseline's: from what to what."""
-    from .budget import CAPPED, RATCHETED
+    from .budget import CAPPED, WORK_WORDS
     from .work import FIXES
 
-    words = {**RATCHETED, **CAPPED}[v.measure]
+    one, many = WORK_WORDS[v.measure]
+    if v.baseline is None:  # a marker's: its own words
+        many = CAPPED[v.measure]
+        one = many.removesuffix("s")
+    words = one if v.used == 1 else many
     record = v.function
-    who = f"'{record.qualname}'" if record is not None else "this test's compiles"
+    who = f"'{record.qualname}'" if record is not None else "this test"
     at = f" ({location(record.filename, record.lineno)})" if record is not None else ""
     if v.used < 0:
         from .work import FIELDS
@@ -386,7 +390,8 @@ def function_block(
     if any(v["kind"] == "guards" for v in own):
         fixes.append(("too many guards", GUARDS_FIX))
     work = fn.get("work")
-    if work is not None and any(v["kind"] == "work" for v in own):
+    worked = (v["kind"] == "work" and v["function"] in (None, fn["qualname"]) for v in violations)
+    if work is not None and any(worked):
         lines.append(f"    compile work: {work_text(work)}")
         lines += [f"    restarted: {reason}" for reason in work["restart_reasons"]]
     if fn["recompile_limit"]:
@@ -476,6 +481,8 @@ def message_lines(
     message), then the evidence, indented."""
     lines = [f"{PREFIX} {v['message']}" for v in violations]
     named = frozenset(v["function"] for v in violations if v["function"] is not None)
+    if any(v["kind"] == "work" and v["function"] is None for v in violations):
+        named |= {fn["qualname"] for fn in functions if fn.get("work")}  # the test's work
     for fn in worst_first(functions, named):
         lines += function_block(fn, violations, root)
     for v in violations:

@@ -185,7 +185,7 @@ FIXES = {
     "kernels": "Inductor generated more kernels: fewer fusions, or a graph that grew",
     "restarts": "Dynamo started the frame over: the reasons are in the report "
     "(restart_reasons); a graph break inside a nested call or a data-dependent branch",
-    "subgraphs": "a repeated block traced once per call: its calls differ (other input "
+    "subgraphs": "a repeated block traced more than once: its calls differ (other input "
     "shapes, strides, dtypes or requires_grad, or a Python value that changes per layer); "
     "make every layer's call alike so that torch.compiler.nested_compile_region reuses one",
 }
