@@ -38,7 +38,7 @@ from docblocks import (
     stray_markers,
     torch_worded,
 )
-from snippets import inner_args, keeps_entries
+from snippets import TORCH_RELEASE, inner_args, keeps_entries
 
 Run = Callable[..., pytest.RunResult]
 
@@ -718,3 +718,32 @@ def test_the_warm_start_page(
     lines = [re.sub(r"\d+\.0\b", "*", pattern(line)) for line in failure.output]
     result.stdout.fnmatch_lines(lines)
     result.stdout.fnmatch_lines([pattern(line) for line in summary.output])
+
+
+@pytest.mark.skipif(
+    TORCH_RELEASE < (2, 8), reason="torch.compiler.nested_compile_region is torch 2.8 and newer"
+)
+def test_the_compile_work_page(
+    request: pytest.FixtureRequest, inner: Run, pytester: pytest.Pytester
+) -> None:
+    """docs/compile-work.md: the stack whose transposed layers split the block fails naming
+    the count, the rule and the line; loaded contiguous, it passes."""
+    failing, fix, model = of(checked_blocks(request), "python")
+    failure, grown = of(checked_blocks(request), "text")
+    write(pytester, "test_stack.py", failing)
+    result = inner()
+    result.assert_outcomes(failed=1)
+    assert_pasted(failure, result.stdout.str())
+    fixed = re.sub(r"def load_checkpoint.*?\n\n\n", fix.text + "\n\n", failing.text, flags=re.S)
+    assert fixed != failing.text
+    (pytester.path / "test_stack.py").write_text(fixed)
+    inner().assert_outcomes(passed=1)
+
+    (pytester.path / "test_stack.py").unlink()
+    write(pytester, "test_model.py", model)
+    inner("--recompile-baseline=b.json", "--recompile-baseline-update").assert_outcomes(passed=1)
+    refactored = model.text.replace("torch.relu(x @ w)", "torch.relu(x @ w).sin()")
+    (pytester.path / "test_model.py").write_text(refactored)
+    result = inner("--recompile-baseline=b.json")
+    result.assert_outcomes(failed=1)
+    assert_pasted(grown, result.stdout.str())

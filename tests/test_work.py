@@ -455,7 +455,8 @@ def test_the_figures_are_the_same_across_reruns_orders_workers_and_shards(
     runs.append(once("workers", "-p", "xdist", "-n", "2"))
     shards = []
     for index in range(3):
-        once(f"shard{index}", "-p", "pytest_split.plugin", "--splits", "3", "--group",
+        once(f"shard{index}", "-p", "pytest_split.plugin", "--splitting-algorithm",
+             "least_duration", "--splits", "3", "--group",
              str(index + 1))  # fmt: skip
         shards.append(f"shard{index}.json")
     assert main(["combine", "-o", "shards.json", *shards]) == 0
