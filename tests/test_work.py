@@ -468,3 +468,33 @@ def test_the_figures_are_the_same_across_reruns_orders_workers_and_shards(
     assert first["test_suite.py::test_sized"]["work"]["graphs"] == 2  # a recompile's graph
     for other in runs[1:]:
         assert other == first
+
+
+UPGRADE = Path(__file__).parent / "data" / "upgrade"
+
+
+def test_a_torch_upgrade_compared_counts_the_work_and_leaves_seconds_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """tests/data/upgrade: suite.py run with Inductor on 2.13 and on 2.15 (the same work: an
+    upgrade that traces alike), and on 2.15 with every other layer's weight transposed (the
+    block split in two). The seconds differ by 9 s; only the counts decide."""
+    assert (
+        main(["compare", str(UPGRADE / "torch-2.13.json"), str(UPGRADE / "torch-2.15.json")]) == 0
+    )
+    said = capsys.readouterr().out.splitlines()
+    assert "environment: torch 2.13.0+cpu -> 2.15.0" in said
+    assert not any("subgraph" in line or "kernels" in line for line in said), said
+    split = str(UPGRADE / "torch-2.15-split.json")
+    assert main(["compare", str(UPGRADE / "torch-2.13.json"), split]) == 1
+    said = capsys.readouterr().out.splitlines()
+    assert said[-3:] == [
+        "  compile seconds 11.14 s -> 1.72 s (within noise: each compile is timed once: the "
+        "counted work decides)",
+        "  Stack.forward: guards 61 -> 62 (+1; new guard kinds: OBJECT_ALIASING), kernels 13 "
+        "-> 14 (+1), unique subgraphs 1 -> 2 (+1)",
+        "verdict: HEAD is worse: 1 more guard (1 test), 1 more Inductor kernel (1 test), 1 more "
+        "distinct subgraph (1 test)",
+    ]
+    assert main(["compare", str(UPGRADE / "torch-2.13.json"), split, "--fail-on", "graphs"]) == 0
+    capsys.readouterr()
