@@ -151,22 +151,28 @@ def hold_callbacks() -> Callable[[], None]:
     return release
 
 
-def _trigger() -> Any:
-    """torch's CUDAGRAPH_RECORDING trigger (looked up at each compile start: a test may fake
-    a torch without it)."""
+def _trigger(name: str = "CUDAGRAPH_RECORDING") -> Any:
+    """torch's CUDAGRAPH_RECORDING trigger, or another by name (looked up at each compile
+    start: a test may fake a torch without it)."""
     import torch._dynamo.callback as callback_module
 
-    return getattr(getattr(callback_module, "CallbackTrigger", None), "CUDAGRAPH_RECORDING", 0)
+    return getattr(getattr(callback_module, "CallbackTrigger", None), name, 0)
 
 
 def _on_start(*args: Any) -> None:  # CallbackArgs (2.8+); no argument before
-    if args and BLOCKS and getattr(args[0], "callback_trigger", None) == _trigger():
+    trigger = getattr(args[0], "callback_trigger", None) if args else None
+    if trigger is None:
+        return
+    if BLOCKS and trigger == _trigger():
         compile_id = str(args[0].compile_id)
         for block in list(BLOCKS):
             block.recordings.append(compile_id)
+    elif trigger == _trigger("LAZY_BACKWARD"):
+        backward_began(str(args[0].compile_id))
 
 
 def _on_finish(*args: Any) -> None:
+    backward_ended()
     for block in list(BLOCKS):
         block.on_end()
 
@@ -504,7 +510,10 @@ def newest_work(keys: Iterable[events.CompileKey]) -> dict[events.CompileKey, Co
 # and their calls, by compile key. Plain counts only, nothing of the user's; the newest kept.
 GraphFigures = tuple[int | None, int | None, int | None]
 _GRAPHS: OrderedDict[events.CompileKey, GraphFigures] = OrderedDict()
-_STARTED: dict[int, tuple[events.CompileKey, int | None]] = {}  # by thread: key, kernels then
+_KEYS_BY_ID: dict[str, events.CompileKey] = {}  # the compile behind a lazy backward's id
+_BACKWARD: dict[int, tuple[str, int | None]] = {}  # by thread: a lazy backward, kernels then
+# by thread: the compile that began last, the kernel count and AOTAutograd cache hits then
+_STARTED: dict[int, tuple[events.CompileKey, int | None, int]] = {}
 
 
 def kernel_count() -> int | None:
@@ -517,9 +526,44 @@ def kernel_count() -> int | None:
     return int(count) if isinstance(count, int) else None
 
 
+def _autograd_cache_hits() -> int:
+    """AOTAutograd's cache hits so far (0 before it is imported)."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    counters = getattr(utils, "counters", None)
+    return int(counters["aot_autograd"]["autograd_cache_hit"]) if counters is not None else 0
+
+
 def compile_began(key: events.CompileKey) -> None:
-    """A frame compile begins (the compile hook): the kernel count it starts from."""
-    _STARTED[threading.get_ident()] = (key, kernel_count())
+    """A frame compile begins (the compile hook): the kernel count it starts from. torch
+    numbers compiles again after a reset: what an earlier compile of the key left is dropped."""
+    _GRAPHS.pop(key, None)
+    _KEYS_BY_ID[key[3]] = key
+    if len(_KEYS_BY_ID) > METRICS_CAPACITY:
+        del _KEYS_BY_ID[next(iter(_KEYS_BY_ID))]
+    _STARTED[threading.get_ident()] = (key, kernel_count(), _autograd_cache_hits())
+
+
+def backward_began(compile_id: str) -> None:
+    """Inductor compiles a graph's backward at its first backward call (torch's
+    LAZY_BACKWARD callbacks, 2.8+): the kernel count it starts from."""
+    _BACKWARD[threading.get_ident()] = (compile_id, kernel_count())
+
+
+def backward_ended() -> None:
+    """A lazy backward compiled: its kernels are its forward compile's (as a compile that
+    loads both from AOTAutograd's cache counts them), where that compile was counted."""
+    began = _BACKWARD.pop(threading.get_ident(), None)
+    if began is None:
+        return
+    compile_id, kernels_then = began
+    key = _KEYS_BY_ID.get(compile_id)
+    if key is None:
+        return
+    found = _GRAPHS.get(key)
+    now = kernel_count()
+    if found is None or found[0] is None or now is None or kernels_then is None:
+        return
+    _GRAPHS[key] = (found[0] + now - kernels_then, found[1], found[2])
 
 
 def graph_built(frame: Any) -> None:
@@ -528,9 +572,14 @@ def graph_built(frame: Any) -> None:
     began = _STARTED.pop(threading.get_ident(), None)
     if began is None:
         return
-    key, kernels_then = began
+    key, kernels_then, hits_then = began
     now = kernel_count()
     kernels = now - kernels_then if now is not None and kernels_then is not None else None
+    if _autograd_cache_hits() != hits_then and not versions.has_lazy_backward_callbacks():
+        # A graph with a backward loaded from AOTAutograd's cache brings the backward's
+        # kernels with the forward's; compiled cold, the backward comes at the first backward
+        # call, which this torch does not announce: the two do not compare, neither counts.
+        kernels = None
     subgraphs, calls = _subgraphs(frame)
     _GRAPHS[key] = (kernels, subgraphs, calls)
     _GRAPHS.move_to_end(key)
@@ -586,7 +635,7 @@ def work_of(metric: Any, key: events.CompileKey) -> CompileWork:
         restarts = tuple(sorted(_headline(r) for r in metric.restart_reasons or ()))
     # A compile that made no graph generated nothing, seen or not; one the guards-built hook
     # did not see (nothing listened) has no figures.
-    kernels, subgraphs, calls = _GRAPHS.get(key, (None, None, None) if graph else (0, 0, 0))
+    kernels, subgraphs, calls = _GRAPHS.get(key, (None, None, None)) if graph else (0, 0, 0)
     return CompileWork(
         graph=graph,
         ops=_metric_count(metric, "graph_op_count"),

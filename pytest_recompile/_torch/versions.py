@@ -306,6 +306,17 @@ def has_compile_metrics() -> bool:
 
 
 @functools.cache
+def has_lazy_backward_callbacks() -> bool:
+    """torch announces a backward compiled at its first backward call to the compile
+    callbacks, with its forward's compile id (``CallbackTrigger.LAZY_BACKWARD`` with
+    ``CallbackArgs``, 2.8+): its kernels count with the compile."""
+    import torch._dynamo.callback as callback_module
+
+    trigger = getattr(callback_module, "CallbackTrigger", None)
+    return hasattr(trigger, "LAZY_BACKWARD") and hasattr(callback_module, "CallbackArgs")
+
+
+@functools.cache
 def compile_metric_fields() -> frozenset[str]:
     """The fields of torch's per-compile metrics (``CompilationMetrics``): a count of
     compile work this torch does not record there is absent, never 0 (docs/compile-work.md)."""

@@ -227,9 +227,9 @@ class Budget:
                 if self.warm_start is not None
                 else None
             ),
+            # the baseline's compile work is the test's own process's: a child is held to its
+            # markers only (the baseline records no child's work)
             "work_caps": [[c.measure, c.value, c.function, c.source] for c in self.work_caps],
-            "baseline_work": {n: dict(f) for n, f in self.baseline_work.items()},
-            "work_tolerance": dict(self.work_tolerance) if self.work_tolerance else None,
         }
 
     @functools.cached_property
@@ -272,11 +272,6 @@ class Budget:
             work_caps=tuple(
                 WorkCap(str(m), int(v), f, str(s)) for m, v, f, s in data.get("work_caps", ())
             ),
-            baseline_work={
-                n: {m: int(v) for m, v in f.items()}
-                for n, f in data.get("baseline_work", {}).items()
-            },
-            work_tolerance=data.get("work_tolerance"),
         )
 
 

@@ -124,19 +124,24 @@ def _work_violations(records: list[FunctionRecord], budget: Budget) -> list[Viol
     counted work (:mod:`.work`). A cap on a count this torch does not record fails, saying so
     (a marker is never silently skipped)."""
     found = []
-    works = {id(r): summed(r.work.values()) for r in records}
+    # A function that compiled nothing (a call refused, a recompile_limit hit) counts nothing;
+    # one that compiled with no work read has none to judge (None).
+    works = {id(r): summed(r.work.values()) for r in records if r.work or r.compiles}
     for cap in budget.work_caps:
         chosen = [
-            r for r in records if cap.function is None or cap.function in (r.name, r.qualname)
+            r
+            for r in records
+            if id(r) in works and (cap.function is None or cap.function in (r.name, r.qualname))
         ]
         if not chosen:
             continue  # a function= naming none: unknown_functions says so
         figures = [works[id(r)][cap.measure] for r in chosen]  # type: ignore[literal-required]
-        one = chosen[0] if cap.function is not None else None
+        one = chosen[0] if cap.function is not None and len(chosen) == 1 else None
         if any(f is None for f in figures):
             found.append(Violation("work", -1, cap.value, cap.source, one, measure=cap.measure))
             continue
-        used = sum(figures)
+        # distinct subgraphs: the most one graph calls (model/work.py), never a sum
+        used = max(figures) if cap.measure == "subgraphs" else sum(figures)
         if used > cap.value:
             found.append(Violation("work", used, cap.value, cap.source, one, measure=cap.measure))
     tolerance = budget.work_tolerance
@@ -144,7 +149,7 @@ def _work_violations(records: list[FunctionRecord], budget: Budget) -> list[Viol
         return found
     for record in records:
         kept = budget.baseline_work.get(record.qualname)
-        if kept is None:
+        if kept is None or id(record) not in works:
             continue
         work = works[id(record)]
         for measure, before in kept.items():

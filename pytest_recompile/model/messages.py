@@ -427,7 +427,8 @@ def work_text(work: WorkResult, torch: str | None = None) -> str:
             f"{plural(work['subgraphs'], 'distinct subgraph')} called {plural(calls, 'time')}"
         )
     parts.append(count(work["restarts"], "restart"))
-    reused = f" ({work['reused']} of {work['compiles']} compiles reused)" if work["reused"] else ""
+    compiles = plural(work["compiles"], "compile")
+    reused = f" ({work['reused']} of {compiles} reused)" if work["reused"] else ""
     return ", ".join(parts) + reused
 
 

@@ -78,12 +78,12 @@ MARKER_LINES = (
     "also trace nothing with Dynamo (precompiled code loaded).",
     f"{MAX_GRAPHS_FORM}: this test's compiles may make at most n graphs (Dynamo frames that "
     "made one, resume functions included; with function=, that function's). Counted from "
-    "torch's compile metrics, judged when the test ends.",
+    "torch's compile metrics, judged at the end of each phase of the test.",
     f"{MAX_GRAPH_OPS_FORM}: this test's graphs (with function=, that function's) may hold at "
     "most n FX ops (call nodes; torch's graph_op_count).",
-    f"{MAX_UNIQUE_SUBGRAPHS_FORM}: this test's graphs (with function=, that function's) may "
-    "call at most n distinct torch.compiler.nested_compile_region subgraphs: a repeated block "
-    "that stopped being reused traces one per layer.",
+    f"{MAX_UNIQUE_SUBGRAPHS_FORM}: any one graph of this test (with function=, of that "
+    "function) may call at most n distinct torch.compiler.nested_compile_region subgraphs: a "
+    "repeated block that stopped being reused traces one per layer.",
 )
 
 MODES = ("fail-fast", "at-end", "report-only")

@@ -523,6 +523,9 @@ TIMINGS = frozenset(
         "seconds",
         "guard_latency_us",
         "guard_check_us",
+        "guard_check_range_us",
+        "cache_hits",  # how warm torch's caches were: the work is the same
+        "cache_misses",
         "trace",
         "pid",
         "command",

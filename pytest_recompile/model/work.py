@@ -56,7 +56,6 @@ SUMMED = (
     "nodes",
     "inputs",
     "kernels",
-    "subgraphs",
     "subgraph_calls",
     "cache_hits",
     "cache_misses",
@@ -64,8 +63,16 @@ SUMMED = (
 
 
 def _total(values: Iterable[int | None]) -> int | None:
+    """The sum; None where one is None, or where there is none (nothing counted)."""
     found = list(values)
-    return None if any(v is None for v in found) else sum(v or 0 for v in found)
+    return None if not found or any(v is None for v in found) else sum(v or 0 for v in found)
+
+
+def _most(values: Iterable[int | None]) -> int | None:
+    """Distinct subgraphs: those of the one graph that calls the most (two graphs that each
+    call the same block once are not two distinct subgraphs of a layer stack)."""
+    found = list(values)
+    return None if not found or any(v is None for v in found) else max(v or 0 for v in found)
 
 
 def summed(compiles: Iterable[tuple[CompileWork, bool]]) -> WorkResult:
@@ -84,7 +91,7 @@ def summed(compiles: Iterable[tuple[CompileWork, bool]]) -> WorkResult:
         "restarts": _total(len(w.restarts) if w.restarts is not None else None for w, _ in found),
         "restart_reasons": reasons,
         "kernels": None,
-        "subgraphs": None,
+        "subgraphs": _most(w.subgraphs for w, _ in found),
         "subgraph_calls": None,
         "cache_hits": None,
         "cache_misses": None,
@@ -112,7 +119,7 @@ def added(parts: Iterable[WorkResult]) -> WorkResult | None:
         "restarts": _total(p["restarts"] for p in found),
         "restart_reasons": reasons,
         "kernels": None,
-        "subgraphs": None,
+        "subgraphs": _most(p["subgraphs"] for p in found),
         "subgraph_calls": None,
         "cache_hits": None,
         "cache_misses": None,

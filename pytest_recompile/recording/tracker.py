@@ -223,7 +223,8 @@ class RecompileTracker(Recorder):
                     v
                     for v in judge(self.records, self.budget)
                     if (v.function is None or v.function is record)
-                    and v.kind not in ("guards", "new_guards")  # judged at the phase's end
+                    # judged at the phase's end
+                    and v.kind not in ("guards", "new_guards", "work")
                 ]
             if not violations:
                 self.let_through(record, recompile)

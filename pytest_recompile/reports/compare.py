@@ -59,6 +59,7 @@ class FunctionFigures:
     kernels: int | None = None
     restarts: int | None = None
     unique_subgraphs: int | None = None
+    worked: bool = False  # a process's work was added (a None since then: unknown)
 
 
 @dataclass
@@ -144,14 +145,20 @@ WORK_MEASURES = (
 
 
 def _add_work(mine: FunctionFigures, work: FunctionWorkResult | None) -> None:
-    """A process's work of the function added to its figures (a count this torch does not
-    record, or a report without work, leaves the figure None: never compared as 0)."""
-    if work is None:
-        return
+    """A process's work of the function added to its figures: a count this torch does not
+    record, or a report without work, makes the figure unknown (None: never compared, and
+    never a partial sum); distinct subgraphs are the most one graph calls."""
+    first = not mine.worked
+    mine.worked = True
     for _, name, key in WORK_MEASURES:
-        value = work[key]  # type: ignore[literal-required]
-        if value is not None:
-            setattr(mine, name, (getattr(mine, name) or 0) + int(value))
+        value = work[key] if work is not None else None  # type: ignore[literal-required]
+        old = getattr(mine, name)
+        if value is None or (old is None and not first):
+            setattr(mine, name, None)
+        elif name == "unique_subgraphs":
+            setattr(mine, name, max(old or 0, int(value)))
+        else:
+            setattr(mine, name, (old or 0) + int(value))
 
 
 def _warm_misses(test: TestResult) -> int | None:

@@ -42,6 +42,9 @@ MIRRORS = {
     "CertificateGroupResult": "#/$defs/certificate_group",
     "WarmStartResult": "#/$defs/warm_start",
     "WarmRunResult": "#/$defs/warm_run",
+    "WorkResult": "#/$defs/work",
+    "CompileWorkResult": "#/$defs/compile_work",
+    "FunctionWorkResult": "#/$defs/function_work",
 }
 """Each typed dict of a report document, and the schema object it mirrors."""
 
