@@ -96,6 +96,7 @@ class RecompileTracker(Recorder):
         self._breaks_mark = 0
         self._paused: int | None = None  # CUDA-graph recordings when paused
         self._caches = caches.CacheCounts()  # torch's compile-cache counters, the block's
+        self._worked: set[events.CompileKey] = set()  # compiles whose work was looked for
         # fullgraph: torch stops at the break (2.9+), else judged from the breaks recorded
         self.stop_at_breaks = True
         self.active = False
@@ -323,7 +324,13 @@ class RecompileTracker(Recorder):
         torch's automatic dynamic now compiles dynamic."""
         for record, entry, guards in self._trees.metrics(self.owners()):
             record.entries[entry] = guards
-        self.note_work(instruments.newest_work(self.owners()))
+        # each compile's work read once: the newest back to it, where the compile just ended
+        # (a reused compile came with its work)
+        owners = self.owners()
+        wanted = [k for k in owners if k not in self._worked and k[3] not in owners[k].work]
+        if wanted:
+            self._worked.update(wanted)
+            self.note_work(instruments.newest_work(wanted))
         for record in self.records:
             for compile_id, held in record.held_before.items():
                 if compile_id in record.entries:  # it made an entry: held + 1 at once
