@@ -19,6 +19,7 @@ from snippets import inner_args
 from pytest_recompile.cli import main
 from pytest_recompile.model.budget import BudgetError
 from pytest_recompile.model.messages import work_text
+from pytest_recompile.model.results import without_timings
 from pytest_recompile.model.work import CompileWork, allowed, parse_tolerance, summed
 
 needs_region = pytest.mark.skipif(
@@ -411,22 +412,13 @@ if hasattr(torch.compiler, "nested_compile_region"):
             stack(torch.randn(2, 4), [torch.randn(4, 4) for _ in range(3)])
 """
 
-_VARIES = {"reused", "compile_id", "cache_hits", "cache_misses"}
-
 
 def figures(path: Path) -> dict[str, Any]:
     """Each test's work and its functions', less what says how the run got there (reuse,
-    compile ids) rather than what was compiled."""
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items() if k not in _VARIES}
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
-
+    compile ids, how warm the caches were: ``without_timings``) rather than what was
+    compiled."""
     return {
-        t["nodeid"]: clean(
+        t["nodeid"]: without_timings(
             {"work": t["work"], **{f["qualname"]: f["work"] for f in t["functions"]}}
         )
         for t in json.loads(path.read_text())["tests"]

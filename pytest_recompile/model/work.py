@@ -10,7 +10,7 @@ release does not record is None, never 0, all the way to the reports.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from .budget import RATCHETED, BudgetError
@@ -55,6 +55,7 @@ SUMMED = (
     "ops",
     "nodes",
     "inputs",
+    "restarts",
     "kernels",
     "subgraph_calls",
     "cache_hits",
@@ -62,50 +63,38 @@ SUMMED = (
 )
 
 
-def _total(values: Iterable[int | None]) -> int | None:
-    """The sum; None where one is None, or where there is none (nothing counted)."""
+def _folded(values: Iterable[int | None], fold: Callable[[list[int]], int]) -> int | None:
+    """``fold`` of the counts (``sum``; ``max`` for distinct subgraphs: those of the one graph
+    that calls the most, since two graphs that each call a block once are not two distinct
+    subgraphs of a layer stack); None where one is None, or where there is none."""
     found = list(values)
-    return None if not found or any(v is None for v in found) else sum(v or 0 for v in found)
-
-
-def _most(values: Iterable[int | None]) -> int | None:
-    """Distinct subgraphs: those of the one graph that calls the most (two graphs that each
-    call the same block once are not two distinct subgraphs of a layer stack)."""
-    found = list(values)
-    return None if not found or any(v is None for v in found) else max(v or 0 for v in found)
-
-
-def summed(compiles: Iterable[tuple[CompileWork, bool]]) -> WorkResult:
-    """The work of these compiles (each with whether it was reused), summed."""
-    found = list(compiles)
-    reasons: list[str] = []
-    for work, _ in found:
-        reasons += [r for r in work.restarts or () if r not in reasons]
-    result: WorkResult = {
-        "compiles": len(found),
-        "reused": sum(1 for _, reused in found if reused),
-        "graphs": sum(1 for work, _ in found if work.graph),
-        "ops": None,
-        "nodes": None,
-        "inputs": None,
-        "restarts": _total(len(w.restarts) if w.restarts is not None else None for w, _ in found),
-        "restart_reasons": reasons,
-        "kernels": None,
-        "subgraphs": _most(w.subgraphs for w, _ in found),
-        "subgraph_calls": None,
-        "cache_hits": None,
-        "cache_misses": None,
-    }
-    for name in SUMMED:
-        result[name] = _total(getattr(w, name) for w, _ in found)  # type: ignore[literal-required]
-    return result
-
-
-def added(parts: Iterable[WorkResult]) -> WorkResult | None:
-    """Several functions' work, summed (a test's); None where there is none."""
-    found = list(parts)
-    if not found:
+    if not found or any(v is None for v in found):
         return None
+    return fold([v for v in found if v is not None])
+
+
+def _one(work: CompileWork, reused: bool) -> WorkResult:
+    """One compile's work as a sum of one."""
+    return {
+        "compiles": 1,
+        "reused": int(reused),
+        "graphs": int(work.graph),
+        "ops": work.ops,
+        "nodes": work.nodes,
+        "inputs": work.inputs,
+        "restarts": len(work.restarts) if work.restarts is not None else None,
+        "restart_reasons": list(work.restarts or ()),
+        "kernels": work.kernels,
+        "subgraphs": work.subgraphs,
+        "subgraph_calls": work.subgraph_calls,
+        "cache_hits": work.cache_hits,
+        "cache_misses": work.cache_misses,
+    }
+
+
+def _combined(found: list[WorkResult]) -> WorkResult:
+    """Several works as one: counts summed (distinct subgraphs: the most), reasons once each
+    in order; with none, no compile and every count None."""
     reasons: list[str] = []
     for part in found:
         reasons += [r for r in part["restart_reasons"] if r not in reasons]
@@ -116,17 +105,28 @@ def added(parts: Iterable[WorkResult]) -> WorkResult | None:
         "ops": None,
         "nodes": None,
         "inputs": None,
-        "restarts": _total(p["restarts"] for p in found),
+        "restarts": None,
         "restart_reasons": reasons,
         "kernels": None,
-        "subgraphs": _most(p["subgraphs"] for p in found),
+        "subgraphs": _folded((p["subgraphs"] for p in found), max),
         "subgraph_calls": None,
         "cache_hits": None,
         "cache_misses": None,
     }
     for name in SUMMED:
-        result[name] = _total(p[name] for p in found)  # type: ignore[literal-required]
+        result[name] = _folded((p[name] for p in found), sum)  # type: ignore[literal-required]
     return result
+
+
+def summed(compiles: Iterable[tuple[CompileWork, bool]]) -> WorkResult:
+    """The work of these compiles (each with whether it was reused), summed."""
+    return _combined([_one(work, reused) for work, reused in compiles])
+
+
+def added(parts: Iterable[WorkResult]) -> WorkResult | None:
+    """Several functions' work, summed (a test's); None where there is none."""
+    found = list(parts)
+    return _combined(found) if found else None
 
 
 # -- what a baseline ratchets, and by how much ------------------------------------------------

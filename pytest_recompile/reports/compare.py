@@ -239,21 +239,9 @@ def _recompiles(name: str, base: FunctionFigures, head: FunctionFigures) -> list
 
 def _counter(measure: str) -> Callable[[str, FunctionFigures, FunctionFigures], list[Change]]:
     """A function's measure that is one count (the :class:`FunctionFigures` field of its
-    name, ``cache-entries``: ``cache_entries``): a change where the counts differ."""
-    field_name = measure.replace("-", "_")
-
-    def changes(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
-        old, new = getattr(base, field_name), getattr(head, field_name)
-        return [Change(measure, name, old, new)] if old != new else []
-
-    return changes
-
-
-def _work_counter(
-    measure: str,
-) -> Callable[[str, FunctionFigures, FunctionFigures], list[Change]]:
-    """A function's counted compile work (:data:`WORK_MEASURES`): a change where both runs
-    counted it and the counts differ (a torch that does not record it compares nothing)."""
+    name, ``cache-entries``: ``cache_entries``): a change where both runs counted it and the
+    counts differ (a compile-work count a torch does not record is None: compared with
+    nothing)."""
     field_name = measure.replace("-", "_")
 
     def changes(name: str, base: FunctionFigures, head: FunctionFigures) -> list[Change]:
@@ -417,15 +405,15 @@ MEASURES: dict[str, Measure] = {
         default=True,
         of_test=_warm_start_misses,
     ),
-    "graphs": Measure("graph", "graphs", default=True, of_function=_work_counter("graphs")),
-    "graph-ops": Measure("FX op", "FX ops", of_function=_work_counter("graph-ops")),
-    "kernels": Measure("Inductor kernel", "Inductor kernels", of_function=_work_counter("kernels")),
-    "restarts": Measure("Dynamo restart", "Dynamo restarts", of_function=_work_counter("restarts")),
+    "graphs": Measure("graph", "graphs", default=True, of_function=_counter("graphs")),
+    "graph-ops": Measure("FX op", "FX ops", of_function=_counter("graph-ops")),
+    "kernels": Measure("Inductor kernel", "Inductor kernels", of_function=_counter("kernels")),
+    "restarts": Measure("Dynamo restart", "Dynamo restarts", of_function=_counter("restarts")),
     "unique-subgraphs": Measure(
         "distinct subgraph",
         "distinct subgraphs",
         default=True,
-        of_function=_work_counter("unique-subgraphs"),
+        of_function=_counter("unique-subgraphs"),
     ),
     "guard-check": Measure(
         "guard check",
