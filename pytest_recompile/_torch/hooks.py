@@ -41,7 +41,8 @@ _UNREGISTER: list[Callable[[], None]] = []  # how to take the one hook out of to
 def _hook() -> str:
     if _SUBSCRIBERS:
         event = events.event_from(events.compile_frame(sys._getframe(1)))
-        instruments.compile_began(events.compile_key(event.code, event.compile_id))
+        with contextlib.suppress(Exception):  # a figure gives way, never the user's compile
+            instruments.compile_began(events.compile_key(event.code, event.compile_id))
         for callback in list(_SUBSCRIBERS):
             callback(event)
     return ""

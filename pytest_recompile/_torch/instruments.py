@@ -4,6 +4,7 @@ Dynamo's config, the structured-trace logger, and the devices."""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import os
@@ -168,11 +169,13 @@ def _on_start(*args: Any) -> None:  # CallbackArgs (2.8+); no argument before
         for block in list(BLOCKS):
             block.recordings.append(compile_id)
     elif trigger == _trigger("LAZY_BACKWARD"):
-        backward_began(str(args[0].compile_id))
+        with contextlib.suppress(Exception):  # a kernel figure gives way, never the backward
+            backward_began(str(args[0].compile_id))
 
 
 def _on_finish(*args: Any) -> None:
-    backward_ended()
+    with contextlib.suppress(Exception):
+        backward_ended()
     for block in list(BLOCKS):
         block.on_end()
 
